@@ -1,0 +1,245 @@
+"""Judge agents (seed 000): the model, the four built-in templates, and the store."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+import prompts
+
+from .database import Database
+from .errors import InputError, NotFoundError
+from .model_registry import parse_model_string
+
+
+class RagConfig(BaseModel):
+    top_k: int = Field(default=5, description="Most guideline chunks retrieved per evaluation (1–50).")
+    similarity_threshold: float = Field(default=0.7, description="Least cosine similarity (0–1) a chunk needs.")
+
+
+class Agent(BaseModel):
+    id: str
+    organization_id: str
+    name: str
+    system_prompt: str
+    evaluation_categories: str | None = None
+    scoring_weight: float = Field(description="Influence on the aggregate score, 0–100.")
+    optimization_weight: float = Field(description="Influence on prompt optimisation, 0–100.")
+    rag_config: RagConfig
+    template_id: str | None = None
+    model: str | None = Field(default=None, description="Model override for this agent, e.g. 'anthropic:<model>'.")
+    created_at: str
+    updated_at: str
+    deleted_at: str | None = None
+
+
+@dataclass(frozen=True)
+class AgentTemplate:
+    id: str
+    name: str
+    prompt_id: str
+    evaluation_categories: str
+    scoring_weight: float
+    optimization_weight: float
+
+    def system_prompt(self) -> str:
+        return prompts.render(self.prompt_id)
+
+
+TEMPLATES: dict[str, AgentTemplate] = {
+    t.id: t
+    for t in (
+        AgentTemplate(
+            "brand_compliance", "Brand Compliance Judge", "agents/brand_compliance@v1",
+            "brandAccuracy: logo, colours, typography and tone follow the brand guidelines\n"
+            "textAccuracy: visible text matches the brief exactly\n"
+            "brandSafety: nothing the guidelines forbid",
+            80, 80,
+        ),
+        AgentTemplate(
+            "composition", "Composition Judge", "agents/composition@v1",
+            "framing: focal subject, crop, negative space\n"
+            "lighting: direction, softness, consistency\n"
+            "balance: visual weight and perspective",
+            50, 50,
+        ),
+        AgentTemplate(
+            "product_accuracy", "Product Accuracy Judge", "agents/product_accuracy@v1",
+            "shape: contours and proportions match the product\n"
+            "labels: label text and placement are exact\n"
+            "materials: colours and finishes match the specification",
+            80, 70,
+        ),
+        AgentTemplate(
+            "technical_quality", "Technical Quality Judge", "agents/technical_quality@v1",
+            "artifacts: no generation artefacts\n"
+            "sharpness: resolution and focus\n"
+            "realism: physically plausible materials and light",
+            50, 40,
+        ),
+    )
+}
+
+SortKey = Literal["name", "created_at", "updated_at"]
+_EDITABLE = ("name", "system_prompt", "evaluation_categories", "scoring_weight", "optimization_weight",
+             "rag_config", "template_id", "model")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _check_weight(field: str, value: float) -> float:
+    if not 0 <= value <= 100:
+        raise InputError(f"{field} must be between 0 and 100 (got {value:g})")
+    return float(value)
+
+
+def _check_rag(rag: RagConfig) -> RagConfig:
+    if not 1 <= rag.top_k <= 50:
+        raise InputError(f"rag_config.top_k must be between 1 and 50 (got {rag.top_k})")
+    if not 0 <= rag.similarity_threshold <= 1:
+        raise InputError(f"rag_config.similarity_threshold must be between 0 and 1 (got {rag.similarity_threshold:g})")
+    return rag
+
+
+def _check_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    out = dict(fields)
+    if "name" in out:
+        out["name"] = (out["name"] or "").strip()
+        if not out["name"]:
+            raise InputError("name must not be empty")
+    if "system_prompt" in out and not (out["system_prompt"] or "").strip():
+        raise InputError("system_prompt must not be empty (or give a template_id to use a built-in one)")
+    for w in ("scoring_weight", "optimization_weight"):
+        if w in out:
+            out[w] = _check_weight(w, out[w])
+    if "rag_config" in out:
+        rag = out["rag_config"]
+        out["rag_config"] = _check_rag(rag if isinstance(rag, RagConfig) else RagConfig.model_validate(rag))
+    if out.get("template_id") is not None and out["template_id"] not in TEMPLATES:
+        raise InputError(f"template_id {out['template_id']!r} is unknown; choose one of: {', '.join(TEMPLATES)}")
+    if out.get("model"):
+        try:
+            parse_model_string(out["model"])
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+    return out
+
+
+class AgentStore:
+    """Agents in SQLite, always scoped to one organization; soft delete keeps the row."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    def create(
+        self,
+        org: str,
+        *,
+        name: str,
+        system_prompt: str | None = None,
+        evaluation_categories: str | None = None,
+        scoring_weight: float | None = None,
+        optimization_weight: float | None = None,
+        rag_config: RagConfig | dict[str, Any] | None = None,
+        template_id: str | None = None,
+        model: str | None = None,
+    ) -> Agent:
+        template = None
+        if template_id is not None:
+            template = TEMPLATES.get(template_id)
+            if template is None:
+                raise InputError(f"template_id {template_id!r} is unknown; choose one of: {', '.join(TEMPLATES)}")
+        if system_prompt is None and template is None:
+            raise InputError("system_prompt is required (or give a template_id to use a built-in one)")
+        fields = _check_fields(
+            {
+                "name": name,
+                "system_prompt": system_prompt if system_prompt is not None else template.system_prompt(),  # type: ignore[union-attr]
+                "evaluation_categories": evaluation_categories
+                if evaluation_categories is not None
+                else (template.evaluation_categories if template else None),
+                "scoring_weight": scoring_weight if scoring_weight is not None else (template.scoring_weight if template else 50),
+                "optimization_weight": optimization_weight
+                if optimization_weight is not None
+                else (template.optimization_weight if template else 50),
+                "rag_config": rag_config if rag_config is not None else RagConfig(),
+                "template_id": template_id,
+                "model": model or None,
+            }
+        )
+        now = _now()
+        agent = Agent(id=str(uuid.uuid4()), organization_id=org, created_at=now, updated_at=now, **fields)
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO agents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,NULL)",
+                (agent.id, org, agent.name, agent.system_prompt, agent.evaluation_categories, agent.scoring_weight,
+                 agent.optimization_weight, agent.rag_config.model_dump_json(), agent.template_id, agent.model,
+                 now, now),
+            )
+        return agent
+
+    def get(self, org: str, agent_id: str) -> Agent:
+        rows = self.db.query(
+            "SELECT * FROM agents WHERE id=? AND organization_id=? AND deleted_at IS NULL", (agent_id, org)
+        )
+        if not rows:
+            raise NotFoundError(f"no agent with id {agent_id!r} in this organization (list_agents shows the ids)")
+        return _agent(rows[0])
+
+    def list(self, org: str, *, query: str | None = None, sort_by: SortKey = "created_at",
+             order: Literal["asc", "desc"] = "desc") -> list[Agent]:
+        if sort_by not in ("name", "created_at", "updated_at"):
+            raise InputError(f"sort_by must be name, created_at or updated_at (got {sort_by!r})")
+        if order not in ("asc", "desc"):
+            raise InputError(f"order must be asc or desc (got {order!r})")
+        sql = "SELECT * FROM agents WHERE organization_id=? AND deleted_at IS NULL"
+        params: list[object] = [org]
+        if query:
+            sql += " AND (instr(lower(name), ?) > 0 OR instr(lower(system_prompt), ?) > 0)"
+            params += [query.lower(), query.lower()]
+        collate = " COLLATE NOCASE" if sort_by == "name" else ""
+        sql += f" ORDER BY {sort_by}{collate} {order.upper()}, rowid {order.upper()}"
+        return [_agent(r) for r in self.db.query(sql, tuple(params))]
+
+    def update(self, org: str, agent_id: str, changes: dict[str, Any]) -> Agent:
+        unknown = set(changes) - set(_EDITABLE)
+        if unknown:
+            raise InputError(f"cannot update {', '.join(sorted(unknown))}; editable: {', '.join(_EDITABLE)}")
+        current = self.get(org, agent_id)
+        fields = _check_fields({k: v for k, v in changes.items() if v is not None})
+        if "model" in fields:
+            fields["model"] = fields["model"] or None  # "" clears the override
+        if not fields:
+            return current
+        updated = current.model_copy(update={**fields, "updated_at": _now()})
+        with self.db.transaction() as conn:
+            conn.execute(
+                "UPDATE agents SET name=?, system_prompt=?, evaluation_categories=?, scoring_weight=?, "
+                "optimization_weight=?, rag_config=?, template_id=?, model=?, updated_at=? "
+                "WHERE id=? AND organization_id=? AND deleted_at IS NULL",
+                (updated.name, updated.system_prompt, updated.evaluation_categories, updated.scoring_weight,
+                 updated.optimization_weight, updated.rag_config.model_dump_json(), updated.template_id,
+                 updated.model, updated.updated_at, agent_id, org),
+            )
+        return updated
+
+    def delete(self, org: str, agent_id: str) -> Agent:
+        agent = self.get(org, agent_id)
+        deleted = agent.model_copy(update={"deleted_at": _now()})
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE agents SET deleted_at=? WHERE id=? AND organization_id=?",
+                         (deleted.deleted_at, agent_id, org))
+        return deleted
+
+
+def _agent(row: Any) -> Agent:
+    data = dict(row)
+    data["rag_config"] = RagConfig.model_validate(json.loads(data["rag_config"]))
+    return Agent.model_validate(data)

@@ -1,0 +1,136 @@
+"""Every model call's guard: a shared concurrency cap, a total deadline, bounded retries.
+
+The SDKs' own retries are switched off (max_retries=0) so that one policy, here,
+decides: retry 429/5xx/529 and connection errors, honour retry-after, never retry
+authentication, permission or spend-limit errors, and stop at the deadline.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from .errors import BackendError
+from .model import ModelClient, ModelReply, ModelRequest
+
+log = logging.getLogger(__name__)
+
+# Error codes that mean "you are out of money/quota": retrying cannot help.
+_SPEND_LIMIT_CODES = {"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"}
+
+
+def parse_retry_after(headers: Any) -> float | None:
+    """Seconds to wait from `retry-after-ms` / `retry-after` (seconds or an HTTP date), if given."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        if parsed is None:
+            return None
+        return max(0.0, parsed.timestamp() - time.time())
+
+
+def backend_error_from_status(status: int, message: str, headers: Any = None, body: Any = None) -> BackendError:
+    """Classify an HTTP error from a model API into a BackendError with a retry decision."""
+    code = ""
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            code = str(err.get("code") or err.get("type") or "")
+    if status in (401, 403):
+        return BackendError("backend_error", f"authentication failed ({status}): {message}", status=status)
+    if status == 402 or code in _SPEND_LIMIT_CODES:
+        return BackendError("backend_error", f"spend limit reached ({status}): {message}", status=status)
+    err = BackendError(
+        "rate_limited" if status == 429 else "backend_error",
+        f"model API answered {status}: {message}",
+        status=status,
+        retryable=status in (408, 409, 429) or status >= 500,
+    )
+    err.retry_after = parse_retry_after(headers)
+    return err
+
+
+def backend_error_from_sdk(exc: Exception) -> BackendError:
+    """Map an openai/anthropic SDK exception (both share the same shape) to a BackendError."""
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None)
+        return backend_error_from_status(status, str(getattr(exc, "message", exc)), headers, getattr(exc, "body", None))
+    name = type(exc).__name__
+    if name == "APITimeoutError":
+        return BackendError("timeout", f"model API timed out: {exc}", retryable=True)
+    if name == "APIConnectionError":
+        return BackendError("backend_error", f"could not reach the model API: {exc}", retryable=True)
+    return BackendError("backend_error", f"{name}: {exc}")
+
+
+@dataclass
+class CallPolicy:
+    deadline_s: float = 120.0
+    max_retries: int = 2
+    max_retry_wait_s: float = 30.0
+    backoff_base_s: float = 0.5
+
+
+class GuardedClient:
+    """Wraps a ModelClient with the shared concurrency cap, a total deadline and bounded retries."""
+
+    def __init__(self, inner: ModelClient, limiter: anyio.CapacityLimiter, policy: CallPolicy):
+        self.inner = inner
+        self.name = inner.name
+        self.limiter = limiter
+        self.policy = policy
+
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        started = time.monotonic()
+        try:
+            with anyio.fail_after(self.policy.deadline_s):
+                reply = await self._with_retries(request)
+        except TimeoutError:
+            raise BackendError("timeout", f"no reply from {self.name} within {self.policy.deadline_s:g} s") from None
+        reply.latency_ms = (time.monotonic() - started) * 1000.0
+        return reply
+
+    async def _with_retries(self, request: ModelRequest) -> ModelReply:
+        attempt = 0
+        while True:
+            try:
+                async with self.limiter:
+                    return await self.inner.complete(request)
+            except BackendError as err:
+                if not err.retryable or attempt >= self.policy.max_retries:
+                    raise
+                wait = getattr(err, "retry_after", None)
+                if wait is None:
+                    wait = self.policy.backoff_base_s * (2**attempt) * (0.5 + random.random() / 2)
+                if wait > self.policy.max_retry_wait_s:
+                    raise BackendError(
+                        err.kind, f"{err} (asked to wait {wait:.0f} s, more than the {self.policy.max_retry_wait_s:g} s allowed)"
+                    ) from err
+                attempt += 1
+                log.warning("%s: %s; retry %d/%d in %.2f s", self.name, err, attempt, self.policy.max_retries, wait)
+                await anyio.sleep(wait)

@@ -1,0 +1,128 @@
+"""Model strings (`anthropic:<m>`, `openai:<m>`, `openai-compatible:<m>`, `sampling`, `auto`) to clients."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import anyio
+
+from .errors import ConfigError
+from .guard import CallPolicy, GuardedClient
+from .model import ModelClient
+
+PROVIDERS = ("anthropic", "openai", "openai-compatible")
+
+NO_BACKEND = (
+    "No model backend is configured. Set ANTHROPIC_API_KEY (Anthropic), OPENAI_API_KEY (OpenAI), "
+    "or OPENAI_BASE_URL / JUDGE_MCP_COMPATIBLE_BASE_URL (an OpenAI-compatible server such as vLLM, "
+    "Ollama or llama.cpp), or choose one with JUDGE_MCP_MODEL; or connect from a host that offers "
+    "MCP sampling. Deterministic tools work without a model."
+)
+
+
+def parse_model_string(value: str) -> tuple[str, str]:
+    """Split a model string into (provider, model); raise ValueError with the accepted forms."""
+    value = value.strip()
+    if value in ("auto", "sampling"):
+        return value, ""
+    provider, sep, model = value.partition(":")
+    if not sep or provider not in PROVIDERS or not model.strip():
+        raise ValueError(
+            f"model {value!r} is not understood: use 'auto', 'sampling', 'anthropic:<model>', "
+            "'openai:<model>' or 'openai-compatible:<model>'"
+        )
+    return provider, model.strip()
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    anthropic_api_key: str | None = None
+    anthropic_base_url: str | None = None
+    openai_api_key: str | None = None
+    openai_base_url: str | None = None
+    compatible_base_url: str | None = None
+    anthropic_model: str = "claude-sonnet-4-5"
+    openai_model: str = "gpt-4.1-mini"
+    compatible_model: str = "default"
+    sdk_timeout_s: float = 600.0
+
+
+class ModelRegistry:
+    """Builds one guarded client per model string, all sharing one concurrency cap."""
+
+    def __init__(self, default: str, config: BackendConfig, policy: CallPolicy, concurrency: int):
+        parse_model_string(default)
+        self.default = default
+        self.config = config
+        self.policy = policy
+        self.limiter = anyio.CapacityLimiter(concurrency)
+        self._clients: dict[str, ModelClient] = {}
+
+    def guard(self, client: ModelClient) -> ModelClient:
+        return GuardedClient(client, self.limiter, self.policy)
+
+    def resolve(self, model: str | None = None, *, sampling: ModelClient | None = None) -> ModelClient:
+        """The client for `model` (or the default); `sampling` is the host's model when it offers one."""
+        provider, name = parse_model_string(model or self.default)
+        if provider == "sampling":
+            if sampling is None:
+                raise ConfigError(
+                    "JUDGE_MCP_MODEL is 'sampling' but this client did not declare the sampling capability "
+                    "(or speaks a protocol version without it). Use a host that offers sampling, or set "
+                    "JUDGE_MCP_MODEL to an API backend."
+                )
+            return self.guard(sampling)
+        if provider == "auto":
+            if sampling is not None:
+                return self.guard(sampling)
+            provider, name = self._auto()
+        key = f"{provider}:{name}"
+        if key not in self._clients:
+            self._clients[key] = self.guard(self._build(provider, name))
+        return self._clients[key]
+
+    async def aclose(self) -> None:
+        """Close every client this registry built (their HTTP pools belong to the running loop)."""
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            close = getattr(client, "aclose", None)
+            if close is not None:
+                await close()
+
+    def _auto(self) -> tuple[str, str]:
+        c = self.config
+        if c.anthropic_api_key:
+            return "anthropic", c.anthropic_model
+        if c.openai_api_key:
+            return "openai", c.openai_model
+        if c.compatible_base_url or c.openai_base_url:
+            return "openai-compatible", c.compatible_model
+        raise ConfigError(NO_BACKEND)
+
+    def _build(self, provider: str, name: str) -> ModelClient:
+        c = self.config
+        if provider == "anthropic":
+            if not c.anthropic_api_key:
+                raise ConfigError(f"model 'anthropic:{name}' needs ANTHROPIC_API_KEY to be set.")
+            from .anthropic_client import AnthropicClient
+
+            return AnthropicClient(
+                name, api_key=c.anthropic_api_key, base_url=c.anthropic_base_url, timeout_s=c.sdk_timeout_s
+            )
+        from .openai_client import OpenAIChatClient
+
+        if provider == "openai":
+            if not c.openai_api_key:
+                raise ConfigError(f"model 'openai:{name}' needs OPENAI_API_KEY to be set.")
+            return OpenAIChatClient(
+                name, api_key=c.openai_api_key, base_url=c.openai_base_url, timeout_s=c.sdk_timeout_s
+            )
+        base_url = c.compatible_base_url or c.openai_base_url
+        if not base_url:
+            raise ConfigError(
+                f"model 'openai-compatible:{name}' needs JUDGE_MCP_COMPATIBLE_BASE_URL (or OPENAI_BASE_URL), "
+                "e.g. http://127.0.0.1:8080/v1."
+            )
+        return OpenAIChatClient(
+            name, api_key=c.openai_api_key, base_url=base_url, compatible=True, timeout_s=c.sdk_timeout_s
+        )

@@ -1,0 +1,216 @@
+"""The one path every judge reply takes: structured output, tolerant extraction, validation,
+one repair retry, and otherwise a typed failure that keeps the raw text. Never a made-up score."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel, to_pascal
+
+from .errors import BackendError, FailureKind
+from .model import Message, ModelClient, ModelReply, ModelRequest, Usage
+
+
+def _aliases(name: str) -> AliasChoices:
+    # top_issue also arrives as TOP_ISSUE, topIssue or TopIssue.
+    return AliasChoices(name, to_camel(name), name.upper(), to_pascal(name))
+
+
+class JudgeModel(BaseModel):
+    """Base for judge output models: accepts snake_case, camelCase, PascalCase and UPPER_CASE keys."""
+
+    model_config = ConfigDict(
+        alias_generator=AliasGenerator(validation_alias=_aliases), populate_by_name=True, extra="ignore"
+    )
+
+
+class JudgeFailure(BaseModel):
+    kind: FailureKind
+    message: str
+    raw_text: str = Field(default="", description="What the model wrote, kept verbatim.")
+
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass
+class Judged(Generic[T]):
+    """A judge's outcome: exactly one of `value` and `failure` is set."""
+
+    value: T | None = None
+    failure: JudgeFailure | None = None
+    raw_text: str = ""
+    usage: Usage = field(default_factory=Usage)
+    latency_ms: float = 0.0
+    attempts: int = 0
+    model: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+
+class OutputError(ValueError):
+    """A reply could not be turned into the expected output; the message is shown to the model on repair."""
+
+
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON|jsonc)?[ \t]*\n(.*?)```", re.S)
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+_REFUSAL = re.compile(
+    r"^\s*(?:I['’]m sorry|I am sorry|Sorry|I apologi[sz]e|I can(?:not|['’]t)|I am (?:not able|unable)|"
+    r"I['’]m (?:not able|unable)|As an AI)",
+    re.I,
+)
+MAX_REPLY_CHARS = 400_000
+
+
+def json_candidates(text: str) -> list[Any]:
+    """Every top-level JSON object in `text`, in order: whole text, fenced blocks, or embedded in prose."""
+    text = text[:MAX_REPLY_CHARS]
+    stripped = text.strip()
+    for attempt in (stripped, _TRAILING_COMMA.sub(r"\1", stripped)):
+        try:
+            value = json.loads(attempt)
+        except ValueError:
+            continue
+        return [value]
+    found: list[Any] = []
+    for block in _FENCE.findall(text):
+        found.extend(json_candidates(block) if block.strip() != stripped else [])
+    if found:
+        return found
+    decoder = json.JSONDecoder()
+    pos = text.find("{")
+    while pos != -1:
+        try:
+            value, end = decoder.raw_decode(text, pos)
+        except ValueError:
+            try:
+                # A trailing comma is the commonest near-miss; retry this span without it.
+                close = _matching_brace(text, pos)
+                value = json.loads(_TRAILING_COMMA.sub(r"\1", text[pos : close + 1])) if close else None
+                end = (close + 1) if close else pos + 1
+            except ValueError:
+                value, end = None, pos + 1
+        if isinstance(value, dict):
+            found.append(value)
+            pos = text.find("{", end)
+        else:
+            pos = text.find("{", pos + 1)
+    return found
+
+
+def _matching_brace(text: str, start: int) -> int | None:
+    depth, in_str, esc = 0, False, False
+    for i in range(start, min(len(text), start + 200_000)):
+        ch = text[i]
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def parse_json_output(text: str, model: type[T]) -> T:
+    """The LAST JSON object in `text` that validates as `model` (so text the judge quotes cannot win)."""
+    candidates = json_candidates(text)
+    if not candidates:
+        raise OutputError("the reply contains no JSON object")
+    last_error: ValidationError | None = None
+    for candidate in reversed(candidates):
+        try:
+            return model.model_validate(candidate)
+        except ValidationError as exc:
+            last_error = exc
+    assert last_error is not None
+    raise OutputError(_describe(last_error))
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for e in error.errors()[:8]:
+        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        parts.append(f"{where}: {e['msg']}")
+    return "the JSON does not match the expected shape: " + "; ".join(parts)
+
+
+def looks_like_refusal(text: str) -> bool:
+    return bool(_REFUSAL.match(text)) and not json_candidates(text)
+
+
+REPAIR_INSTRUCTION = (
+    "Your previous reply could not be used: {error}. Reply again with only the corrected output, "
+    "in exactly the format asked for, and nothing else."
+)
+
+
+async def run_judge(
+    client: ModelClient,
+    request: ModelRequest,
+    output: type[T],
+    *,
+    parse: Callable[[str], T] | None = None,
+    repair: bool = True,
+) -> Judged[T]:
+    """Ask `client`, parse the reply as `output` (or with `parse`), repair once, else a typed failure."""
+    if parse is None and request.json_schema is None:
+        request = request.model_copy(update={"json_schema": output.model_json_schema()})
+    parser: Callable[[str], T] = parse or (lambda text: parse_json_output(text, output))
+    outcome: Judged[T] = Judged(model=client.name)
+
+    def fail(kind: FailureKind, message: str) -> Judged[T]:
+        outcome.failure = JudgeFailure(kind=kind, message=message, raw_text=outcome.raw_text)
+        return outcome
+
+    for round_ in range(2 if repair else 1):
+        outcome.attempts += 1
+        try:
+            reply: ModelReply = await client.complete(request)
+        except BackendError as err:
+            return fail(err.kind, str(err))
+        outcome.raw_text = reply.text
+        outcome.usage = outcome.usage + reply.usage
+        outcome.latency_ms += reply.latency_ms
+        outcome.model = reply.model or outcome.model
+        if reply.stop_reason == "refusal":
+            return fail("refusal", "the model refused")
+        if reply.stop_reason == "max_tokens":
+            return fail(
+                "truncated", f"the reply was cut at max_tokens ({request.max_tokens}); raise the limit or shorten the input"
+            )
+        try:
+            outcome.value = parser(reply.text)
+            return outcome
+        except ValueError as exc:  # OutputError and pydantic's ValidationError are ValueErrors
+            error = _describe(exc) if isinstance(exc, ValidationError) else str(exc)
+            if looks_like_refusal(reply.text):
+                return fail("refusal", error)
+            if round_ == 0 and repair:
+                request = request.model_copy(
+                    update={
+                        "messages": [
+                            *request.messages,
+                            Message.assistant(reply.text),
+                            Message.user(REPAIR_INSTRUCTION.format(error=error)),
+                        ]
+                    }
+                )
+                continue
+            return fail("parse_error", error)
+    return outcome

@@ -1,0 +1,1 @@
+"""Guideline documents: parse, chunk, embed, store and search. Imports nothing of ours."""

@@ -1,0 +1,103 @@
+"""Judge-agent tools: create, list, get, update, delete (soft)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+from judges.agents import TEMPLATES, Agent, RagConfig
+
+from .context import app_of, organization_of
+from .errors import tool_errors
+
+AgentId = Annotated[str, Field(description="The agent's id, as create_agent or list_agents return it.")]
+Weight = Annotated[float | None, Field(description="0–100.")]
+
+
+class AgentList(BaseModel):
+    agents: list[Agent]
+
+
+class DeletedAgent(BaseModel):
+    id: str
+    deleted_at: str
+
+
+READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+
+def register(mcp: MCPServer) -> None:
+    @mcp.tool(annotations=WRITE)
+    @tool_errors
+    async def create_agent(
+        ctx: Context,
+        name: Annotated[str, Field(description="Human-readable name, e.g. 'Brand Compliance Judge'.")],
+        system_prompt: Annotated[
+            str | None, Field(description="How the agent judges. Optional when template_id is given.")
+        ] = None,
+        evaluation_categories: Annotated[str | None, Field(description="Categories the agent scores.")] = None,
+        scoring_weight: Weight = None,
+        optimization_weight: Weight = None,
+        rag_config: Annotated[RagConfig | None, Field(description="{top_k, similarity_threshold}")] = None,
+        template_id: Annotated[
+            str | None, Field(description=f"A built-in agent: {', '.join(TEMPLATES)}.")
+        ] = None,
+        model: Annotated[str | None, Field(description="Model override, e.g. 'anthropic:<model>'.")] = None,
+    ) -> Agent:
+        """Create a judge agent. scoring_weight and optimization_weight default to 50 (or the template's)."""
+        return app_of(ctx).agents.create(
+            organization_of(ctx), name=name, system_prompt=system_prompt,
+            evaluation_categories=evaluation_categories, scoring_weight=scoring_weight,
+            optimization_weight=optimization_weight, rag_config=rag_config, template_id=template_id, model=model,
+        )
+
+    @mcp.tool(annotations=READ)
+    @tool_errors
+    async def list_agents(
+        ctx: Context,
+        query: Annotated[str | None, Field(description="Case-insensitive text in the name or system prompt.")] = None,
+        sort_by: Literal["name", "created_at", "updated_at"] = "created_at",
+        order: Literal["asc", "desc"] = "desc",
+    ) -> AgentList:
+        """List this organization's judge agents (deleted ones excluded)."""
+        return AgentList(agents=app_of(ctx).agents.list(organization_of(ctx), query=query, sort_by=sort_by, order=order))
+
+    @mcp.tool(annotations=READ)
+    @tool_errors
+    async def get_agent(ctx: Context, agent_id: AgentId) -> Agent:
+        """One judge agent by id."""
+        return app_of(ctx).agents.get(organization_of(ctx), agent_id)
+
+    @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
+    @tool_errors
+    async def update_agent(
+        ctx: Context,
+        agent_id: AgentId,
+        name: str | None = None,
+        system_prompt: str | None = None,
+        evaluation_categories: str | None = None,
+        scoring_weight: Weight = None,
+        optimization_weight: Weight = None,
+        rag_config: RagConfig | None = None,
+        template_id: str | None = None,
+        model: Annotated[str | None, Field(description="Model override; '' clears it.")] = None,
+    ) -> Agent:
+        """Change the given fields of a judge agent; fields left out keep their values."""
+        changes = dict(
+            name=name, system_prompt=system_prompt, evaluation_categories=evaluation_categories,
+            scoring_weight=scoring_weight, optimization_weight=optimization_weight, rag_config=rag_config,
+            template_id=template_id, model=model,
+        )
+        return app_of(ctx).agents.update(organization_of(ctx), agent_id, changes)
+
+    @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False))
+    @tool_errors
+    async def delete_agent(ctx: Context, agent_id: AgentId) -> DeletedAgent:
+        """Soft-delete a judge agent: it disappears from every tool, its data is kept."""
+        agent = app_of(ctx).agents.delete(organization_of(ctx), agent_id)
+        assert agent.deleted_at is not None
+        return DeletedAgent(id=agent.id, deleted_at=agent.deleted_at)

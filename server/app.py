@@ -1,0 +1,76 @@
+"""Builds the MCP server: lifespan, tools, prompts, and (over HTTP) bearer auth."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument
+
+import prompts
+
+from . import agent_tools
+from .context import AppContext, open_app
+from .settings import Settings
+
+INSTRUCTIONS = (
+    "judge-mcp: a bench of judges. Create judge agents (create_agent, optionally from a template: "
+    "brand_compliance, composition, product_accuracy, technical_quality), then judge with them."
+)
+
+
+def _prompt_asset(prompt_id: str) -> Prompt:
+    template = prompts.load(prompt_id)
+
+    def render(**variables: Any) -> str:
+        return template.render(**variables)
+
+    return Prompt(
+        name=prompt_id,
+        title=None,
+        description=template.description,
+        arguments=[PromptArgument(name=v, description=None, required=True) for v in template.variables],
+        fn=render,
+        context_kwarg=None,
+    )
+
+
+def create_server(settings: Settings, *, http_auth: bool = False, base_url: str | None = None) -> MCPServer[AppContext]:
+    """The judge-mcp server; with http_auth, bearer tokens from settings decide the organization."""
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
+        async with open_app(settings) as app:
+            yield app
+
+    auth_kwargs: dict[str, Any] = {}
+    if http_auth:
+        from mcp.server.auth.settings import AuthSettings
+
+        from .auth import StaticTokenVerifier
+
+        url = base_url or "http://127.0.0.1"
+        auth_kwargs = {
+            "token_verifier": StaticTokenVerifier(settings.tokens),
+            "auth": AuthSettings(issuer_url=url, resource_server_url=f"{url}/mcp"),  # type: ignore[arg-type]
+        }
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        server_version = version("judge-mcp")
+    except PackageNotFoundError:
+        server_version = "0"
+    mcp: MCPServer[AppContext] = MCPServer(
+        "judge-mcp",
+        instructions=INSTRUCTIONS,
+        version=server_version,
+        lifespan=lifespan,
+        log_level=settings.log_level,  # type: ignore[arg-type]
+        **auth_kwargs,
+    )
+    agent_tools.register(mcp)
+    for prompt_id in prompts.list_templates():
+        mcp.add_prompt(_prompt_asset(prompt_id))
+    return mcp

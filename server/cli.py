@@ -1,0 +1,59 @@
+"""`judge-mcp [--transport stdio|sse|http] [--host 127.0.0.1] [--port N]`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from mcp.server.transport_security import TransportSecuritySettings
+
+from .auth import is_loopback
+from .settings import Settings, load_settings
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="judge-mcp", description="An MCP server with a bench of LLM judges.")
+    p.add_argument("--transport", choices=["stdio", "sse", "http"], default="stdio")
+    p.add_argument("--host", default="127.0.0.1", help="bind address for sse/http (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port for sse/http (default 8000)")
+    return p
+
+
+def http_security(settings: Settings, host: str, port: int) -> TransportSecuritySettings:
+    """Transport security for an HTTP bind; SystemExit when the bind would be unsafe."""
+    if is_loopback(host):
+        hosts = [f"{h}:{port}" for h in ("127.0.0.1", "localhost", "[::1]")] + ["127.0.0.1", "localhost", "[::1]"]
+        origins = [f"http://{h}:{port}" for h in ("127.0.0.1", "localhost", "[::1]")]
+        return TransportSecuritySettings(
+            allowed_hosts=hosts + settings.allowed_hosts, allowed_origins=origins + settings.allowed_origins
+        )
+    if not settings.tokens:
+        raise SystemExit(
+            f"judge-mcp: refusing to listen on {host} without bearer tokens: set JUDGE_MCP_TOKENS "
+            "('token=organization,...') or bind to 127.0.0.1."
+        )
+    if not settings.allowed_hosts:
+        raise SystemExit(
+            f"judge-mcp: listening on {host} needs JUDGE_MCP_ALLOWED_HOSTS (the Host headers clients use, "
+            "e.g. 'judge.example.com,judge.example.com:443') for DNS-rebinding protection."
+        )
+    return TransportSecuritySettings(allowed_hosts=settings.allowed_hosts, allowed_origins=settings.allowed_origins)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    settings = load_settings()
+    logging.basicConfig(stream=sys.stderr, level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from .app import create_server
+
+    if args.transport == "stdio":
+        create_server(settings).run()
+        return
+    security = http_security(settings, args.host, args.port)
+    base_url = f"http://{args.host}:{args.port}"
+    server = create_server(settings, http_auth=bool(settings.tokens), base_url=base_url)
+    if args.transport == "sse":
+        server.run("sse", host=args.host, port=args.port, transport_security=security)
+    else:
+        server.run("streamable-http", host=args.host, port=args.port, transport_security=security)

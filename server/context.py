@@ -1,0 +1,83 @@
+"""The lifespan's one typed context (settings, stores, model registry) and how tools reach it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from judges.agents import AgentStore
+from judges.database import Database
+from judges.guard import CallPolicy
+from judges.model import ModelClient
+from judges.model_registry import BackendConfig, ModelRegistry
+
+from .sampling import SamplingClient, sampling_offered
+from .settings import Settings
+
+log = logging.getLogger("judge_mcp")
+
+
+@dataclass
+class AppContext:
+    settings: Settings
+    db: Database
+    agents: AgentStore
+    models: ModelRegistry
+
+    def model_for(self, ctx: Any, model: str | None = None) -> ModelClient:
+        """The client for `model` (or the default), offering the host's sampling when it has it."""
+        sampling = SamplingClient(ctx) if sampling_offered(ctx) else None
+        return self.models.resolve(model, sampling=sampling)
+
+
+def build_registry(settings: Settings) -> ModelRegistry:
+    return ModelRegistry(
+        settings.model,
+        BackendConfig(
+            anthropic_api_key=settings.anthropic_api_key,
+            anthropic_base_url=settings.anthropic_base_url,
+            openai_api_key=settings.openai_api_key,
+            openai_base_url=settings.openai_base_url,
+            compatible_base_url=settings.compatible_base_url,
+            anthropic_model=settings.anthropic_model,
+            openai_model=settings.openai_model,
+            compatible_model=settings.compatible_model,
+        ),
+        CallPolicy(
+            deadline_s=settings.call_deadline_s,
+            max_retries=settings.max_retries,
+            max_retry_wait_s=settings.max_retry_wait_s,
+        ),
+        settings.concurrency,
+    )
+
+
+@asynccontextmanager
+async def open_app(settings: Settings) -> AsyncIterator[AppContext]:
+    db = Database(settings.database_path)
+    models = build_registry(settings)
+    try:
+        app = AppContext(settings=settings, db=db, agents=AgentStore(db), models=models)
+        log.info("judge-mcp ready: data in %s, model %s", settings.home, settings.model)
+        yield app
+    finally:
+        await models.aclose()
+        db.close()
+
+
+def app_of(ctx: Any) -> AppContext:
+    app: AppContext = ctx.request_context.lifespan_context
+    return app
+
+
+def organization_of(ctx: Any) -> str:
+    """The caller's organization: from the bearer token over HTTP, from settings on stdio."""
+    from mcp.server.auth.middleware.auth_context import get_access_token
+
+    token = get_access_token()
+    if token is not None:
+        return token.client_id
+    return app_of(ctx).settings.org

@@ -1,0 +1,129 @@
+"""All settings, from JUDGE_MCP_* environment variables (and the SDKs' own variables)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from judges.model_registry import parse_model_string
+
+
+def _default_home() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "judge-mcp"
+
+
+class Settings(BaseSettings):
+    """Every setting of the server. A bad value stops the server at start, naming the variable."""
+
+    model_config = SettingsConfigDict(env_prefix="JUDGE_MCP_", extra="ignore", populate_by_name=True)
+
+    home: Path = Field(default_factory=_default_home, description="Data directory (SQLite, embedded Chroma).")
+    org: str = Field(default="default", min_length=1, description="Organization of a stdio server.")
+    model: str = Field(default="auto", description="auto | sampling | anthropic:<m> | openai:<m> | openai-compatible:<m>")
+    allowed_roots: Annotated[list[Path], NoDecode] = Field(
+        default_factory=lambda: [Path.cwd()],
+        description="Directories that file paths may lie in, separated like PATH.",
+    )
+    tokens: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict, description="HTTP bearer tokens: 'token1=orgA,token2=orgB', or @/path/to/file."
+    )
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Host headers accepted on a non-loopback HTTP bind (comma-separated)."
+    )
+    allowed_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Origin headers accepted on a non-loopback HTTP bind (comma-separated)."
+    )
+    chroma_url: str | None = None
+
+    concurrency: int = Field(default=8, ge=1, le=256, description="Model calls in flight at once, all judges together.")
+    call_deadline_s: float = Field(default=120.0, gt=0, description="Total time one model call may take, retries included.")
+    max_retries: int = Field(default=2, ge=0, le=10)
+    max_retry_wait_s: float = Field(default=30.0, ge=0)
+    anthropic_model: str = "claude-sonnet-4-5"
+    openai_model: str = "gpt-4.1-mini"
+    compatible_model: str = "default"
+    compatible_base_url: str | None = None
+    log_level: str = Field(default="INFO", pattern="^(DEBUG|INFO|WARNING|ERROR|CRITICAL)$")
+
+    # The official SDKs' variables, read here so nothing else reads the environment.
+    anthropic_api_key: str | None = Field(default=None, validation_alias=AliasChoices("ANTHROPIC_API_KEY"))
+    anthropic_base_url: str | None = Field(default=None, validation_alias=AliasChoices("ANTHROPIC_BASE_URL"))
+    openai_api_key: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY"))
+    openai_base_url: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_BASE_URL"))
+
+    @field_validator("allowed_roots", mode="before")
+    @classmethod
+    def _split_roots(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [p for p in value.split(os.pathsep) if p.strip()]
+        return value
+
+    @field_validator("allowed_roots")
+    @classmethod
+    def _resolve_roots(cls, value: list[Path]) -> list[Path]:
+        if not value:
+            raise ValueError("at least one directory is needed")
+        return [p.expanduser().resolve() for p in value]
+
+    @field_validator("allowed_hosts", "allowed_origins", mode="before")
+    @classmethod
+    def _split_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [p.strip() for p in value.split(",") if p.strip()]
+        return value
+
+    @field_validator("tokens", mode="before")
+    @classmethod
+    def _parse_tokens(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        text = value.strip()
+        if text.startswith("@"):
+            text = Path(text[1:]).expanduser().read_text(encoding="utf-8")
+        tokens: dict[str, str] = {}
+        for item in text.replace("\n", ",").split(","):
+            item = item.strip()
+            if not item or item.startswith("#"):
+                continue
+            token, sep, org = item.partition("=")
+            if not sep or not token.strip() or not org.strip():
+                raise ValueError("expected 'token=organization' pairs separated by commas")
+            tokens[token.strip()] = org.strip()
+        return tokens
+
+    @field_validator("model", mode="after")
+    @classmethod
+    def _check_model(cls, value: str) -> str:
+        parse_model_string(value)
+        return value
+
+    @model_validator(mode="after")
+    def _home_absolute(self) -> Settings:
+        self.home = self.home.expanduser().resolve()
+        return self
+
+    @property
+    def database_path(self) -> Path:
+        return self.home / "judge.sqlite3"
+
+
+def load_settings() -> Settings:
+    """Settings from the environment; a bad value raises SystemExit naming the variable."""
+    from pydantic import ValidationError
+
+    try:
+        return Settings()
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            field = str(err["loc"][0]) if err["loc"] else "?"
+            info = Settings.model_fields.get(field)
+            alias = info.validation_alias if info else None
+            var = alias.choices[0] if isinstance(alias, AliasChoices) else f"JUDGE_MCP_{field.upper()}"
+            lines.append(f"{var}: {err['msg']}")
+        raise SystemExit("judge-mcp: bad setting\n  " + "\n  ".join(lines)) from None

@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.settings import Settings
+from tests.fake_model_server import FakeModelServer
+
+CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
+if not CORPORA.is_dir():
+    CORPORA = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpora"
+
+_real_connect = socket.socket.connect
+
+
+def _loopback_only(self: socket.socket, address: Any) -> Any:
+    """Nothing in the tests may reach the network: only loopback and Unix sockets connect."""
+    if isinstance(address, tuple):
+        host = address[0]
+        try:
+            ok = host == "localhost" or ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ConnectionRefusedError(f"tests may not reach the network ({host})")
+    return _real_connect(self, address)
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(socket.socket, "connect", _loopback_only)
+    for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def fake_server_session() -> Iterator[FakeModelServer]:
+    server = FakeModelServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake_server(fake_server_session: FakeModelServer) -> Iterator[FakeModelServer]:
+    fake_server_session.reset()
+    yield fake_server_session
+    fake_server_session.reset()
+
+
+def make_settings(home: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {"home": home, "allowed_roots": [home], "max_retry_wait_s": 5.0}
+    values.update(overrides)
+    return Settings(**values)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return make_settings(tmp_path / "home")
+
+
+@pytest.fixture
+def model_settings(tmp_path: Path, fake_server: FakeModelServer) -> Settings:
+    """Settings whose default model is the fake server behind the real OpenAI SDK."""
+    return make_settings(
+        tmp_path / "home", model="openai:gpt-fake", openai_api_key="sk-test", openai_base_url=fake_server.openai_url
+    )
+
+
+@pytest.fixture
+async def client(settings: Settings) -> AsyncIterator[Any]:
+    from mcp import Client
+
+    from server.app import create_server
+
+    async with Client(create_server(settings)) as c:
+        yield c
+
+
+def corpus(*parts: str) -> Path:
+    path = CORPORA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared corpora not found at {path}")
+    return path

@@ -1,0 +1,169 @@
+"""A loopback HTTP server that speaks OpenAI chat completions and Anthropic messages.
+
+Replies come from a script: a queue of `Scripted` items (`enqueue`) or a function of the
+request (`respond_with`). Every request is recorded. Real SDKs point at it by base URL.
+Used by the tests and by bench/ scripts.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Scripted:
+    """One scripted answer. status != 200 sends an error body; stop is end | max_tokens | refusal."""
+
+    text: str = ""
+    status: int = 200
+    stop: str = "end"
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    error_code: str | None = None
+    input_tokens: int = 11
+    output_tokens: int = 7
+    cached_tokens: int = 0
+
+
+@dataclass
+class Recorded:
+    api: str  # "openai" | "anthropic"
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+    at: float
+
+    def text(self) -> str:
+        """All text of the request (system and messages), for assertions."""
+        parts: list[str] = []
+        if isinstance(self.body.get("system"), str):
+            parts.append(self.body["system"])
+        for m in self.body.get("messages", []):
+            content = m.get("content")
+            if isinstance(content, str):
+                parts.append(content)
+            else:
+                parts.extend(c.get("text", "") for c in content or [] if isinstance(c, dict))
+        return "\n".join(parts)
+
+
+Responder = Callable[[Recorded], Scripted]
+
+
+class FakeModelServer:
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self._queue: deque[Scripted] = deque()
+        self._responder: Responder | None = None
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd.daemon_threads = True
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def openai_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def anthropic_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> FakeModelServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def enqueue(self, *replies: Scripted | str) -> None:
+        with self._lock:
+            self._queue.extend(Scripted(text=r) if isinstance(r, str) else r for r in replies)
+
+    def respond_with(self, fn: Responder | None) -> None:
+        self._responder = fn
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self.requests.clear()
+        self._responder = None
+
+    def _next(self, rec: Recorded) -> Scripted:
+        with self._lock:
+            self.requests.append(rec)
+            if self._queue:
+                return self._queue.popleft()
+        if self._responder is not None:
+            return self._responder(rec)
+        return Scripted(status=500, text="the fake model server has no scripted reply left")
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                api = "anthropic" if self.path.rstrip("/").endswith("/messages") else "openai"
+                rec = Recorded(api, self.path, body, {k.lower(): v for k, v in self.headers.items()}, time.monotonic())
+                reply = server._next(rec)
+                if reply.delay_s:
+                    time.sleep(reply.delay_s)
+                status, payload = (
+                    (reply.status, _error(api, reply)) if reply.status != 200 else (200, _success(api, body, reply))
+                )
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                for k, v in reply.headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+
+def _success(api: str, body: dict[str, Any], r: Scripted) -> dict[str, Any]:
+    model = body.get("model", "fake")
+    if api == "anthropic":
+        stop = {"end": "end_turn", "max_tokens": "max_tokens", "refusal": "refusal"}[r.stop]
+        return {
+            "id": "msg_fake", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": r.text}], "stop_reason": stop, "stop_sequence": None,
+            "usage": {"input_tokens": r.input_tokens, "output_tokens": r.output_tokens,
+                      "cache_read_input_tokens": r.cached_tokens, "cache_creation_input_tokens": 0},
+        }
+    refused = r.stop == "refusal"
+    return {
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": None if refused else r.text, "refusal": r.text if refused else None},
+            "finish_reason": "length" if r.stop == "max_tokens" else "stop",
+        }],
+        "usage": {"prompt_tokens": r.input_tokens, "completion_tokens": r.output_tokens,
+                  "total_tokens": r.input_tokens + r.output_tokens,
+                  "prompt_tokens_details": {"cached_tokens": r.cached_tokens}},
+    }
+
+
+def _error(api: str, r: Scripted) -> dict[str, Any]:
+    if api == "anthropic":
+        kind = {429: "rate_limit_error", 529: "overloaded_error", 401: "authentication_error"}.get(r.status, "api_error")
+        return {"type": "error", "error": {"type": r.error_code or kind, "message": r.text or kind}}
+    return {"error": {"message": r.text or f"error {r.status}", "type": "server_error", "code": r.error_code}}

@@ -1,0 +1,126 @@
+"""The server as a host meets it: spawned over stdio, and over streamable HTTP with bearer tokens."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+JUDGE_MCP = str(Path(sys.executable).with_name("judge-mcp"))
+
+
+def server_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_"))}
+    env.update({"JUDGE_MCP_HOME": str(home), "JUDGE_MCP_ALLOWED_ROOTS": str(home), **extra})
+    return env
+
+
+async def test_stdio_server_lists_tools_through_the_sdk_client(tmp_path: Path) -> None:
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(command=JUDGE_MCP, args=[], env=server_env(tmp_path))
+    async with Client(params) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        created = await client.call_tool("create_agent", {"name": "E2E", "template_id": "composition"})
+    assert {"create_agent", "list_agents", "get_agent", "update_agent", "delete_agent"} <= names
+    assert created.structured_content["name"] == "E2E"
+
+
+def test_stdout_carries_only_protocol_messages(tmp_path: Path) -> None:
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    proc = subprocess.run(
+        [JUDGE_MCP], input="".join(json.dumps(m) + "\n" for m in messages), capture_output=True, text=True,
+        env=server_env(tmp_path, JUDGE_MCP_LOG_LEVEL="DEBUG"), timeout=60,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    replies = [json.loads(line) for line in lines]  # every stdout line is JSON-RPC
+    assert [r.get("id") for r in replies] == [1, 2]
+    assert "judge-mcp ready" in proc.stderr
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [JUDGE_MCP, "--transport", "http", "--port", str(port)],
+        env=server_env(tmp_path, JUDGE_MCP_TOKENS="tok-a=org-a,tok-b=org-b"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}/mcp"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def client_with_token(url: str, token: str) -> Any:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    return Client(streamable_http_client(url, http_client=http))
+
+
+async def test_http_request_without_token_gets_401(http_server: str) -> None:
+    import httpx2
+
+    async with httpx2.AsyncClient() as http:
+        r = await http.post(http_server, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                            headers={"accept": "application/json, text/event-stream"})
+    assert r.status_code == 401
+
+
+async def test_http_request_with_unknown_token_gets_401(http_server: str) -> None:
+    import httpx2
+
+    async with httpx2.AsyncClient() as http:
+        r = await http.post(http_server, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                            headers={"authorization": "Bearer nope", "accept": "application/json, text/event-stream"})
+    assert r.status_code == 401
+
+
+async def test_http_token_decides_the_organization(http_server: str) -> None:
+    async with client_with_token(http_server, "tok-a") as a:
+        created = await a.call_tool("create_agent", {"name": "A only", "system_prompt": "p"})
+        assert created.structured_content["organization_id"] == "org-a"
+    async with client_with_token(http_server, "tok-b") as b:
+        listed = await b.call_tool("list_agents", {})
+        got = await b.call_tool("get_agent", {"agent_id": created.structured_content["id"]})
+    assert listed.structured_content["agents"] == []
+    assert got.is_error
+
+
+def test_non_loopback_bind_without_tokens_refuses_to_start(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [JUDGE_MCP, "--transport", "http", "--host", "0.0.0.0", "--port", str(free_port())],
+        env=server_env(tmp_path), capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode != 0
+    assert "JUDGE_MCP_TOKENS" in proc.stderr
