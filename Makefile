@@ -25,8 +25,10 @@ $(TEST_STAMP): pyproject.toml $(STAMP)
 
 install: $(STAMP)
 
-serve: $(STAMP)
-	@$(VENV)/bin/judge-mcp $(ARGS)
+# stdout belongs to the stdio protocol: the install's output goes to stderr.
+serve:
+	@$(MAKE) --no-print-directory install 1>&2
+	@exec $(VENV)/bin/judge-mcp $(ARGS)
 
 test: $(TEST_STAMP)
 	$(VENV)/bin/ruff check server judges rag prompts tests bench
