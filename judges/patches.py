@@ -1,0 +1,497 @@
+"""Patch ops (seed 003): shape checks, a simulation against the files, and all-or-nothing application.
+
+Ops: {kind: add, path, content, overwrite?}, {kind: remove, path},
+{kind: edit, path, find, replace, occurrences?}, {kind: splice, path, start, deleteCount, insert?}.
+Splice offsets count LINES: `start` is a 0-based line index, `deleteCount` a number of lines.
+Several ops on one file apply in order, each to the file as the earlier ops left it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import re
+import tempfile
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeGuard
+
+from pydantic import BaseModel, Field
+
+from . import linediff
+from .errors import InputError
+from .paths import resolve_relative
+
+MAX_FILE_BYTES = 5 * 1024 * 1024
+KINDS = ("add", "remove", "edit", "splice")
+_FIELDS = {
+    "add": {"kind", "path", "content", "overwrite"},
+    "remove": {"kind", "path"},
+    "edit": {"kind", "path", "find", "replace", "occurrences"},
+    "splice": {"kind", "path", "start", "deleteCount", "delete_count", "insert", "expect"},
+}
+BOM = b"\xef\xbb\xbf"
+
+PATCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["ops"],
+    "properties": {
+        "ops": {
+            "type": "array",
+            "description": "Applied in order; several ops on one file see the earlier ops' result.",
+            "items": {
+                "oneOf": [
+                    {"type": "object", "required": ["kind", "path", "content"], "properties": {
+                        "kind": {"const": "add"}, "path": {"type": "string"}, "content": {"type": "string"},
+                        "overwrite": {"type": "boolean", "description": "Replace an existing file."}}},
+                    {"type": "object", "required": ["kind", "path"], "properties": {
+                        "kind": {"const": "remove"}, "path": {"type": "string"}}},
+                    {"type": "object", "required": ["kind", "path", "find", "replace"], "properties": {
+                        "kind": {"const": "edit"}, "path": {"type": "string"}, "find": {"type": "string"},
+                        "replace": {"type": "string"},
+                        "occurrences": {"type": "integer", "minimum": 1,
+                                        "description": "Replace exactly this many matches; default: find must occur once."}}},
+                    {"type": "object", "required": ["kind", "path", "start", "deleteCount"], "properties": {
+                        "kind": {"const": "splice"}, "path": {"type": "string"},
+                        "start": {"type": "integer", "minimum": 0, "description": "0-based LINE index."},
+                        "deleteCount": {"type": "integer", "minimum": 0, "description": "Number of LINES removed."},
+                        "insert": {"type": "string", "description": "Text inserted at that line."},
+                        "expect": {"type": "string", "description": (
+                            "Optional guard: the exact text of the deleted lines. If they are not at `start`, "
+                            "the op moves to the one place they are, or fails.")}}},
+                ]
+            },
+        }
+    },
+}
+
+
+@dataclass(frozen=True)
+class PatchOp:
+    kind: Literal["add", "remove", "edit", "splice"]
+    path: str
+    content: str = ""
+    overwrite: bool = False
+    find: str = ""
+    replace: str = ""
+    occurrences: int | None = None
+    start: int = 0
+    delete_count: int = 0
+    insert: str = ""
+    expect: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        base: dict[str, Any] = {"kind": self.kind, "path": self.path}
+        if self.kind == "add":
+            base["content"] = self.content
+            if self.overwrite:
+                base["overwrite"] = True
+        elif self.kind == "edit":
+            base.update(find=self.find, replace=self.replace)
+            if self.occurrences is not None:
+                base["occurrences"] = self.occurrences
+        elif self.kind == "splice":
+            base.update(start=self.start, deleteCount=self.delete_count)
+            if self.insert:
+                base["insert"] = self.insert
+            if self.expect is not None:
+                base["expect"] = self.expect
+        return base
+
+
+class ValidationReport(BaseModel):
+    ok: bool
+    errors: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    diff: str | None = Field(default=None, description="Unified diff the patch would produce (with a root).")
+    ops: int = Field(default=0, description="How many ops the patch has.")
+
+
+class ApplyReport(BaseModel):
+    applied: bool
+    files_changed: list[str] = Field(default_factory=list)
+    diff: str = ""
+    errors: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    dry_run: bool = False
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _text_field(op: dict[str, Any], name: str, where: str, errors: list[str], *, required: bool = True,
+                nonempty: bool = False) -> str:
+    value = op.get(name)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        errors.append(f"{where}: '{name}' must be a string")
+        return ""
+    if nonempty and not value:
+        errors.append(f"{where}: '{name}' must not be empty (to create a file use kind add)")
+    return value
+
+
+def check_shape(patch: Any, *, max_ops: int = 50, max_bytes: int = 51200) -> tuple[list[PatchOp], list[str], list[str]]:
+    """The seed's validateFixerPatch, with errors that name the op index and the field."""
+    errors: list[str] = []
+    warnings: list[str] = []
+    if not isinstance(patch, dict) or not isinstance(patch.get("ops"), list):
+        return [], ["patch must be an object with an 'ops' array, e.g. {\"ops\": [{\"kind\": \"edit\", ...}]}"], []
+    raw_ops: list[Any] = patch["ops"]
+    if not raw_ops:
+        errors.append("patch has no ops")
+    if len(raw_ops) > max_ops:
+        errors.append(f"too many ops: {len(raw_ops)} > {max_ops} (split the patch, or raise max_ops)")
+    ops: list[PatchOp] = []
+    total = 0
+    for i, op in enumerate(raw_ops):
+        if not isinstance(op, dict):
+            errors.append(f"op {i}: must be an object with 'kind' and 'path'")
+            continue
+        kind = op.get("kind")
+        if kind not in KINDS:
+            errors.append(f"op {i}: 'kind' must be one of add, remove, edit, splice (got {kind!r})")
+            continue
+        where = f"op {i} ({kind})"
+        bad = len(errors)
+        path = op.get("path")
+        if not isinstance(path, str) or not path.strip():
+            errors.append(f"{where}: 'path' must be a non-empty string (a path relative to the root)")
+        for extra in sorted(set(op) - _FIELDS[kind]):
+            warnings.append(f"{where}: ignored unknown field {extra!r}")
+
+        fields: dict[str, Any] = {}
+        if kind == "add":
+            fields["content"] = _text_field(op, "content", where, errors)
+            if "overwrite" in op and not isinstance(op["overwrite"], bool):
+                errors.append(f"{where}: 'overwrite' must be true or false")
+            fields["overwrite"] = op.get("overwrite") is True
+        elif kind == "edit":
+            fields["find"] = _text_field(op, "find", where, errors, nonempty=True)
+            fields["replace"] = _text_field(op, "replace", where, errors)
+            occ = op.get("occurrences")
+            if occ is not None and (not _is_int(occ) or occ < 1):
+                errors.append(f"{where}: 'occurrences' must be a whole number of at least 1 (got {occ!r})")
+            fields["occurrences"] = occ if _is_int(occ) else None
+        elif kind == "splice":
+            count = op.get("deleteCount", op.get("delete_count"))
+            for name, value in (("start", op.get("start")), ("deleteCount", count)):
+                if not _is_int(value) or value < 0:
+                    errors.append(f"{where}: '{name}' must be a non-negative whole number of lines (got {value!r})")
+            fields.update(start=op.get("start") if _is_int(op.get("start")) else 0,
+                          delete_count=count if _is_int(count) else 0,
+                          insert=_text_field(op, "insert", where, errors, required=False))
+            if op.get("expect") is not None:
+                fields["expect"] = _text_field(op, "expect", where, errors)
+                if _is_int(count) and len(fields["expect"].splitlines()) != count:
+                    errors.append(f"{where}: 'expect' has {len(fields['expect'].splitlines())} lines but "
+                                  f"deleteCount is {count}")
+        total += sum(len(v.encode("utf-8")) for v in fields.values() if isinstance(v, str))
+        if len(errors) == bad:
+            ops.append(PatchOp(kind=kind, path=str(path), **fields))
+    if total > max_bytes:
+        errors.append(f"patch text is {total} bytes, more than max_bytes={max_bytes} (split the patch)")
+    return ops, errors, warnings
+
+
+@dataclass
+class FileState:
+    rel: str
+    path: Path
+    original: bytes | None  # None: did not exist before the patch
+    text: str | None  # current content (LF-normalised when crlf); None: absent
+    crlf: bool = False
+    bom: bool = False
+    mode: int | None = None
+    created: bool = False
+
+    def encoded(self) -> bytes | None:
+        if self.text is None:
+            return None
+        text = self.text.replace("\n", "\r\n") if self.crlf else self.text
+        return (BOM if self.bom else b"") + text.encode("utf-8")
+
+    def original_text(self) -> str:
+        if self.original is None:
+            return ""
+        data = self.original[len(BOM):] if self.bom else self.original
+        return data.decode("utf-8")
+
+
+def _load(rel: str, path: Path) -> FileState:
+    if not path.exists():
+        return FileState(rel, path, None, None)
+    if not path.is_file():
+        raise InputError("is not a regular file")
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise InputError(f"is {size} bytes, more than the {MAX_FILE_BYTES} bytes a patch may touch")
+    data = path.read_bytes()
+    bom = data.startswith(BOM)
+    try:
+        text = data[len(BOM):].decode("utf-8") if bom else data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"is not UTF-8 text (byte {exc.start}); patch it another way") from None
+    # CRLF files are edited as LF and written back as CRLF; mixed endings are left byte for byte.
+    crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
+    return FileState(rel, path, data, text.replace("\r\n", "\n") if crlf else text, crlf=crlf, bom=bom,
+                     mode=path.stat().st_mode)
+
+
+_QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-", "\u00a0": " "})
+
+
+def _normal(line: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", line).translate(_QUOTES).split())
+
+
+def _line_of(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+def did_you_mean(text: str, find: str) -> str:
+    """The closest lines of `text` to `find`, with whitespace and Unicode quotes/dashes normalised."""
+    lines = text.split("\n")
+    want = [_normal(x) for x in find.strip("\n").split("\n")]
+    k = max(1, len(want))
+    if len(lines) < k:
+        return ""
+    have = [_normal(x) for x in lines]
+    joined_want = "\n".join(want)
+    best, best_i = 0.0, -1
+    matcher = difflib.SequenceMatcher(autojunk=False)
+    matcher.set_seq2(joined_want)
+    first = want[0]
+    for i in range(len(lines) - k + 1):
+        window = "\n".join(have[i : i + k])
+        if window == joined_want:
+            best, best_i = 1.0, i
+            break
+        # Cheap filter before the full ratio: the window's first line must look related.
+        if first and have[i] and difflib.SequenceMatcher(None, have[i], first).quick_ratio() < 0.5:
+            continue
+        matcher.set_seq1(window)
+        if matcher.quick_ratio() <= best:
+            continue
+        ratio = matcher.ratio()
+        if ratio > best:
+            best, best_i = ratio, i
+    if best_i < 0 or best < 0.5:
+        return ""
+    shown = "\n".join(lines[best_i : best_i + k])
+    if best == 1.0:
+        return (f" The text is at line {best_i + 1} but differs in whitespace, quotes or dashes; copy it exactly:\n"
+                f"{shown}")
+    return f" Did you mean lines {best_i + 1}-{best_i + k} ({best:.0%} similar)?\n{shown}"
+
+
+def _apply_op(op: PatchOp, state: FileState, errors: list[str], warnings: list[str], where: str) -> None:
+    if op.kind == "add":
+        if state.text is not None and not op.overwrite:
+            errors.append(f"{where}: the file already exists; use edit ops, or set overwrite: true to replace it")
+            return
+        state.text, state.crlf = op.content, False
+        if state.original is None:
+            state.created = True
+        return
+    if state.text is None:
+        errors.append(f"{where}: the file does not exist" + (" (use kind add to create it)" if op.kind != "remove" else ""))
+        return
+    if op.kind == "remove":
+        state.text = None
+        return
+    if op.kind == "edit":
+        find = op.find.replace("\r\n", "\n") if state.crlf else op.find
+        replace = op.replace.replace("\r\n", "\n") if state.crlf else op.replace
+        count = state.text.count(find)
+        wanted = op.occurrences or 1
+        if count == 0:
+            if replace and replace in state.text:
+                errors.append(f"{where}: already applied: 'find' is absent and 'replace' is already in the file")
+            else:
+                errors.append(f"{where}: 'find' text not found.{did_you_mean(state.text, find)}")
+            return
+        if count != wanted:
+            starts = [m.start() for m in re.finditer(re.escape(find), state.text)]
+            at = ", ".join(str(_line_of(state.text, s)) for s in starts[:10])
+            hint = ("add surrounding lines to make it unique, or set occurrences" if op.occurrences is None
+                    else "adjust occurrences")
+            errors.append(f"{where}: 'find' occurs {count} times (lines {at}), expected {wanted}; {hint}")
+            return
+        if find == replace:
+            warnings.append(f"{where}: find and replace are the same; the op changes nothing")
+        state.text = state.text.replace(find, replace)
+        return
+    # splice, in lines
+    lines = state.text.splitlines(keepends=True)
+    n = len(lines)
+    start = op.start
+    if op.expect is not None and op.delete_count:
+        expect = op.expect.replace("\r\n", "\n") if state.crlf else op.expect
+        if "".join(lines[start : start + op.delete_count]) != expect:
+            found = [i for i in range(n - op.delete_count + 1) if "".join(lines[i : i + op.delete_count]) == expect]
+            if len(found) != 1:
+                errors.append(f"{where}: the expected lines are not at line {start} and occur {len(found)} times "
+                              f"elsewhere; the diff does not fit this file.{did_you_mean(state.text, expect)}")
+                return
+            warnings.append(f"{where}: the expected lines were found at line {found[0]}, not {start}; applied there")
+            start = found[0]
+    op = dataclasses.replace(op, start=start)
+    if op.start > n:
+        errors.append(f"{where}: start {op.start} is past the end of the file ({n} lines; lines count from 0)")
+        return
+    if op.start + op.delete_count > n:
+        errors.append(f"{where}: start {op.start} + deleteCount {op.delete_count} runs past the end of the file ({n} lines)")
+        return
+    insert = op.insert.replace("\r\n", "\n") if state.crlf else op.insert
+    if insert and not insert.endswith("\n") and op.start + op.delete_count < n:
+        insert += "\n"
+    if not op.delete_count and not insert:
+        warnings.append(f"{where}: deletes and inserts nothing; the op changes nothing")
+    state.text = "".join(lines[: op.start]) + insert + "".join(lines[op.start + op.delete_count :])
+
+
+@dataclass
+class Simulation:
+    files: dict[Path, FileState] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def changed(self) -> list[FileState]:
+        return [s for s in self.files.values() if s.encoded() != s.original]
+
+    def diff(self) -> str:
+        return "".join(unified_diff(s) for s in sorted(self.changed(), key=lambda s: s.rel))
+
+
+def simulate(ops: list[PatchOp], root: Path) -> Simulation:
+    """Run the ops against the files under `root`, in memory; nothing is written."""
+    sim = Simulation()
+    for i, op in enumerate(ops):
+        where = f"op {i} ({op.kind} {op.path})"
+        try:
+            path = resolve_relative(op.path, root)
+            if ".git" in path.relative_to(root).parts:
+                raise InputError("must not point into .git")
+            state = sim.files.get(path)
+            if state is None:
+                state = sim.files[path] = _load(path.relative_to(root).as_posix(), path)
+        except InputError as exc:
+            sim.errors.append(f"{where}: {exc}")
+            continue
+        _apply_op(op, state, sim.errors, sim.warnings, where)
+    return sim
+
+
+def unified_diff(state: FileState) -> str:
+    before = state.original_text().replace("\r\n", "\n") if state.crlf else state.original_text()
+    after = state.text or ""
+    a = f"a/{state.rel}" if state.original is not None else "/dev/null"
+    b = f"b/{state.rel}" if state.text is not None else "/dev/null"
+    out = []
+    for line in linediff.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), a, b):
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def validate_patch(patch: Any, root: Path | None = None, *, max_ops: int = 50, max_bytes: int = 51200) -> ValidationReport:
+    """Shape checks, then (with a root) every op checked against the files as the earlier ops leave them."""
+    ops, errors, warnings = check_shape(patch, max_ops=max_ops, max_bytes=max_bytes)
+    count = len(patch.get("ops", [])) if isinstance(patch, dict) and isinstance(patch.get("ops"), list) else 0
+    if errors or root is None:
+        return ValidationReport(ok=not errors, errors=errors, warnings=warnings, ops=count)
+    sim = simulate(ops, root)
+    return ValidationReport(ok=not sim.errors, errors=sim.errors, warnings=warnings + sim.warnings,
+                            diff=sim.diff(), ops=count)
+
+
+def apply_patch(patch: Any, root: Path, *, dry_run: bool = False, max_ops: int = 50,
+                max_bytes: int = 51200) -> ApplyReport:
+    """All-or-nothing: every new file is computed first; on any failure the tree is left byte-identical."""
+    ops, errors, warnings = check_shape(patch, max_ops=max_ops, max_bytes=max_bytes)
+    if errors:
+        return ApplyReport(applied=False, errors=errors, warnings=warnings, dry_run=dry_run)
+    sim = simulate(ops, root)
+    warnings += sim.warnings
+    diff = sim.diff()
+    changed = sorted(sim.changed(), key=lambda s: s.rel)
+    names = [s.rel for s in changed]
+    if sim.errors:
+        return ApplyReport(applied=False, diff=diff, errors=sim.errors, warnings=warnings, dry_run=dry_run)
+    if dry_run:
+        return ApplyReport(applied=False, files_changed=names, diff=diff, warnings=warnings, dry_run=True)
+    try:
+        _commit(changed, root)
+    except (OSError, InputError) as exc:
+        return ApplyReport(applied=False, diff=diff, errors=[f"nothing was changed: {exc}"], warnings=warnings)
+    return ApplyReport(applied=True, files_changed=names, diff=diff, warnings=warnings)
+
+
+def _commit(changed: list[FileState], root: Path) -> None:
+    """Write through temp files and renames; undo everything done so far if any step fails."""
+    temps: dict[Path, Path] = {}
+    trash: dict[Path, Path] = {}
+    made_dirs: list[Path] = []
+    replaced: list[FileState] = []
+    try:
+        for s in changed:  # the tree must still be as we read it
+            now = s.path.read_bytes() if s.path.is_file() else None
+            if now != s.original:
+                raise InputError(f"{s.rel} changed while the patch was being prepared; validate again")
+        for s in changed:
+            data = s.encoded()
+            if data is None:
+                continue
+            missing = [p for p in [s.path.parent, *s.path.parent.parents] if not p.exists() and p.is_relative_to(root)]
+            for d in reversed(missing):
+                d.mkdir()
+                made_dirs.append(d)
+            fd, name = tempfile.mkstemp(dir=s.path.parent, prefix=f".{s.path.name}.", suffix=".judge-mcp.tmp")
+            temps[s.path] = Path(name)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            if s.mode is not None:
+                os.chmod(name, s.mode & 0o7777)
+        for s in changed:
+            if s.text is None:
+                fd, held = tempfile.mkstemp(dir=s.path.parent, prefix=f".{s.path.name}.", suffix=".judge-mcp.del")
+                os.close(fd)
+                os.replace(s.path, held)
+                trash[s.path] = Path(held)
+            else:
+                os.replace(temps[s.path], s.path)
+                del temps[s.path]
+            replaced.append(s)
+    except BaseException:
+        for s in reversed(replaced):
+            if s.path in trash:
+                os.replace(trash.pop(s.path), s.path)
+            elif s.original is None:
+                s.path.unlink(missing_ok=True)
+            else:
+                _write_atomic(s.path, s.original, s.mode)
+        for leftover in temps.values():
+            leftover.unlink(missing_ok=True)
+        for d in reversed(made_dirs):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+        raise
+    for hold in trash.values():
+        hold.unlink(missing_ok=True)
+
+
+def _write_atomic(path: Path, data: bytes, mode: int | None) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".judge-mcp.tmp")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    if mode is not None:
+        os.chmod(tmp, mode & 0o7777)
+    os.replace(tmp, path)

@@ -1,0 +1,71 @@
+"""Patch tools: validate_patch (read-only) and apply_patch (destructive, all-or-nothing)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import Field, WithJsonSchema
+
+from judges.patch_formats import PatchFormat, to_ops
+from judges.patches import PATCH_SCHEMA, ApplyReport, ValidationReport, apply_patch, validate_patch
+from judges.paths import resolve_root
+
+from .context import app_of
+from .errors import tool_errors
+
+PatchArg = Annotated[
+    dict[str, Any] | str,
+    WithJsonSchema({"anyOf": [PATCH_SCHEMA, {"type": "string", "description": (
+        "Or text: aider-style SEARCH/REPLACE blocks (a path line, <<<<<<< SEARCH, =======, >>>>>>> REPLACE) "
+        "or a unified diff; detected unless `format` says which.")}]}),
+    Field(description='{"ops": [...]} with add/remove/edit/splice ops, or SEARCH/REPLACE blocks, or a unified diff.'),
+]
+FormatArg = Annotated[PatchFormat, Field(description="auto (detect), ops, search_replace or unified_diff.")]
+PathArg = Annotated[str | None, Field(description="File for SEARCH/REPLACE blocks that name none.")]
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+
+
+def register(mcp: MCPServer) -> None:
+    # The functions carry a suffix only so they do not shadow the core functions they call.
+    @mcp.tool(name="validate_patch", annotations=READ_ONLY)
+    @tool_errors
+    async def validate_patch_tool(
+        ctx: Context,
+        patch: PatchArg,
+        root: Annotated[str | None, Field(description="Project directory, inside the allowed roots. With it, "
+                                                      "every op is checked against the files and the diff shown.")] = None,
+        max_ops: int = 50,
+        max_bytes: int = 51200,
+        format: FormatArg = "auto",
+        path: PathArg = None,
+    ) -> ValidationReport:
+        """Check a patch without writing: shape, limits, paths, and (with a root) each op against the files."""
+        ops = to_ops(patch, format, default_path=path)
+        base = resolve_root(root, app_of(ctx).settings.allowed_roots) if root is not None else None
+        return await anyio.to_thread.run_sync(
+            lambda: validate_patch(ops, base, max_ops=max_ops, max_bytes=max_bytes)
+        )
+
+    @mcp.tool(name="apply_patch", annotations=DESTRUCTIVE)
+    @tool_errors
+    async def apply_patch_tool(
+        ctx: Context,
+        patch: PatchArg,
+        root: Annotated[str, Field(description="Project directory, inside the allowed roots.")],
+        dry_run: Annotated[bool, Field(description="Compute and return the diff, write nothing.")] = False,
+        max_ops: int = 50,
+        max_bytes: int = 51200,
+        format: FormatArg = "auto",
+        path: PathArg = None,
+    ) -> ApplyReport:
+        """Apply a patch all-or-nothing: if any op fails, no file changes. CRLF and BOMs are preserved."""
+        ops = to_ops(patch, format, default_path=path)
+        base = resolve_root(root, app_of(ctx).settings.allowed_roots)
+        return await anyio.to_thread.run_sync(
+            lambda: apply_patch(ops, base, dry_run=dry_run, max_ops=max_ops, max_bytes=max_bytes)
+        )
