@@ -64,13 +64,15 @@ def test_a_patch_that_fails_leaves_the_tree_unchanged(files: dict[str, str], pat
         shutil.rmtree(root)
 
 
-@EXAMPLES
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(TREES, PATCHES)
 def test_a_valid_patch_equals_its_ops_applied_one_by_one(files: dict[str, str], patch_ops: list[dict[str, Any]]) -> None:
     whole, stepwise = build(files), build(files)
     try:
         if not apply_patch({"ops": patch_ops}, whole).applied:
+            event("refused")
             return
+        event("applied")
         for op in patch_ops:
             assert apply_patch({"ops": [op]}, stepwise).applied
         assert snapshot(whole) == snapshot(stepwise)
