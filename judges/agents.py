@@ -19,7 +19,11 @@ from .model_registry import parse_model_string
 
 class RagConfig(BaseModel):
     top_k: int = Field(default=5, description="Most guideline chunks retrieved per evaluation (1–50).")
-    similarity_threshold: float = Field(default=0.7, description="Least cosine similarity (0–1) a chunk needs.")
+    similarity_threshold: float | None = Field(
+        default=None,
+        description="Least cosine similarity (0–1) a chunk needs; null: the server's default for its embedding "
+        "model (JUDGE_MCP_SIMILARITY_THRESHOLD, 0.3 for all-MiniLM-L6-v2; the seed's 0.7 finds nothing there).",
+    )
 
 
 class Agent(BaseModel):
@@ -103,7 +107,7 @@ def _check_weight(field: str, value: float) -> float:
 def _check_rag(rag: RagConfig) -> RagConfig:
     if not 1 <= rag.top_k <= 50:
         raise InputError(f"rag_config.top_k must be between 1 and 50 (got {rag.top_k})")
-    if not 0 <= rag.similarity_threshold <= 1:
+    if rag.similarity_threshold is not None and not 0 <= rag.similarity_threshold <= 1:
         raise InputError(f"rag_config.similarity_threshold must be between 0 and 1 (got {rag.similarity_threshold:g})")
     return rag
 

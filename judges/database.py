@@ -25,6 +25,23 @@ CREATE TABLE IF NOT EXISTS agents (
     deleted_at TEXT
 );
 CREATE INDEX IF NOT EXISTS agents_org ON agents (organization_id, deleted_at);
+CREATE TABLE IF NOT EXISTS documents (
+    id TEXT PRIMARY KEY,
+    organization_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    filename TEXT NOT NULL,
+    mime_type TEXT,
+    file_size INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    processing_status TEXT NOT NULL,
+    chunk_count INTEGER NOT NULL DEFAULT 0,
+    characters INTEGER NOT NULL DEFAULT 0,
+    pages INTEGER,
+    error TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS documents_agent ON documents (organization_id, agent_id);
 """
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from judges.agents import AgentStore
 from judges.database import Database
 from judges.guard import CallPolicy
+from judges.guidelines import Guidelines, IngestSettings
 from judges.model import ModelClient
 from judges.model_registry import BackendConfig, ModelRegistry
 
@@ -26,6 +27,7 @@ class AppContext:
     db: Database
     agents: AgentStore
     models: ModelRegistry
+    guidelines: Guidelines
 
     def model_for(self, ctx: Any, model: str | None = None) -> ModelClient:
         """The client for `model` (or the default), offering the host's sampling when it has it."""
@@ -55,12 +57,35 @@ def build_registry(settings: Settings) -> ModelRegistry:
     )
 
 
+def build_guidelines(settings: Settings, db: Database, agents: AgentStore) -> Guidelines:
+    from rag.embedding import make_embedder
+    from rag.formats import Limits
+    from rag.store import GuidelineStore
+
+    embedder = make_embedder(settings.embedding_backend, settings.embedding_model, settings.model_cache_dir)
+    if settings.warm_embeddings:
+        warm = getattr(embedder, "warm", None)
+        if warm is not None:
+            warm()  # a background thread: neither `initialize` nor the first upload waits for the import
+    store = GuidelineStore(embedder, path=settings.chroma_path, url=settings.chroma_url)
+    ingest = IngestSettings(
+        max_file_bytes=settings.max_upload_bytes, chunk_size=settings.chunk_size,
+        chunk_overlap=settings.chunk_overlap, parse_timeout_s=settings.parse_timeout_s,
+        parse_memory_mb=settings.parse_memory_mb, default_threshold=settings.similarity_threshold,
+        limits=Limits(max_pages=settings.max_pdf_pages, max_docx_uncompressed=settings.max_docx_uncompressed_bytes,
+                      max_docx_ratio=settings.max_docx_ratio),
+    )
+    return Guidelines(db, agents, store, ingest)
+
+
 @asynccontextmanager
 async def open_app(settings: Settings) -> AsyncIterator[AppContext]:
     db = Database(settings.database_path)
     models = build_registry(settings)
     try:
-        app = AppContext(settings=settings, db=db, agents=AgentStore(db), models=models)
+        agents = AgentStore(db)
+        app = AppContext(settings=settings, db=db, agents=agents, models=models,
+                         guidelines=build_guidelines(settings, db, agents))
         log.info("judge-mcp ready: data in %s, model %s", settings.home, settings.model)
         yield app
     finally:

@@ -50,6 +50,21 @@ class Settings(BaseSettings):
     compatible_base_url: str | None = None
     log_level: str = Field(default="INFO", pattern="^(DEBUG|INFO|WARNING|ERROR|CRITICAL)$")
 
+    # Guideline documents (seed 001) and retrieval.
+    embedding_backend: str = Field(default="minilm-onnx-int8", pattern="^(minilm-onnx-int8|sentence-transformers)$")
+    embedding_model: str = Field(default="packaged", description="'packaged' (all-MiniLM-L6-v2) or a model name/path.")
+    model_cache: Path | None = Field(default=None, description="Where exported models are kept; default <home>/models.")
+    warm_embeddings: bool = Field(default=True, description="Load the embedding model in the background at start.")
+    similarity_threshold: float = Field(default=0.3, ge=0, le=1, description="Default least similarity (MiniLM).")
+    max_upload_bytes: int = Field(default=20 * 1024 * 1024, ge=1)
+    chunk_size: int = Field(default=1000, ge=100, le=20000)
+    chunk_overlap: int = Field(default=200, ge=0)
+    parse_timeout_s: float = Field(default=60.0, gt=0)
+    parse_memory_mb: int = Field(default=1024, ge=128)
+    max_pdf_pages: int = Field(default=2000, ge=1)
+    max_docx_uncompressed_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
+    max_docx_ratio: float = Field(default=100.0, gt=1)
+
     # The official SDKs' variables, read here so nothing else reads the environment.
     anthropic_api_key: str | None = Field(default=None, validation_alias=AliasChoices("ANTHROPIC_API_KEY"))
     anthropic_base_url: str | None = Field(default=None, validation_alias=AliasChoices("ANTHROPIC_BASE_URL"))
@@ -107,9 +122,23 @@ class Settings(BaseSettings):
         self.home = self.home.expanduser().resolve()
         return self
 
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> Settings:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError("JUDGE_MCP_CHUNK_OVERLAP must be smaller than JUDGE_MCP_CHUNK_SIZE")
+        return self
+
     @property
     def database_path(self) -> Path:
         return self.home / "judge.sqlite3"
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.home / "chroma"
+
+    @property
+    def model_cache_dir(self) -> Path:
+        return self.model_cache or self.home / "models"
 
 
 def load_settings() -> Settings:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -58,8 +59,13 @@ def fake_server(fake_server_session: FakeModelServer) -> Iterator[FakeModelServe
     fake_server_session.reset()
 
 
+# One exported embedding model for every test (and every test run): the export takes ~10 s.
+MODEL_CACHE = Path(tempfile.gettempdir()) / "judge-mcp-test-models"
+
+
 def make_settings(home: Path, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {"home": home, "allowed_roots": [home], "max_retry_wait_s": 5.0}
+    values: dict[str, Any] = {"home": home, "allowed_roots": [home], "max_retry_wait_s": 5.0,
+                              "model_cache": MODEL_CACHE, "warm_embeddings": False}
     values.update(overrides)
     return Settings(**values)
 

@@ -44,7 +44,7 @@ async def test_create_agent_defaults(client: Any) -> None:
     agent = await call(client, "create_agent", name="Judge", system_prompt="Judge things.")
     assert agent["scoring_weight"] == 50
     assert agent["optimization_weight"] == 50
-    assert agent["rag_config"] == {"top_k": 5, "similarity_threshold": 0.7}
+    assert agent["rag_config"] == {"top_k": 5, "similarity_threshold": None}
     assert agent["organization_id"] == "default"
     assert agent["deleted_at"] is None
 

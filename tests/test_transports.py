@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import MODEL_CACHE
+
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 JUDGE_MCP = str(Path(sys.executable).with_name("judge-mcp"))
@@ -21,7 +23,8 @@ JUDGE_MCP = str(Path(sys.executable).with_name("judge-mcp"))
 
 def server_env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_"))}
-    env.update({"JUDGE_MCP_HOME": str(home), "JUDGE_MCP_ALLOWED_ROOTS": str(home), **extra})
+    env.update({"JUDGE_MCP_HOME": str(home), "JUDGE_MCP_ALLOWED_ROOTS": str(home),
+                "JUDGE_MCP_MODEL_CACHE": str(MODEL_CACHE), **extra})
     return env
 
 

@@ -1,0 +1,179 @@
+"""Guideline chunks in Chroma: one collection per agent, cosine space, our embedder always passed.
+
+Embedded PersistentClient under the data directory by default, or a Chroma server by URL
+(`chroma run`) when several processes share the store.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from .chunking import Chunk
+from .embedding import Embedder, make_embedder
+
+
+class StoreError(RuntimeError):
+    """The guideline store is unusable as configured (wrong space, another embedder, unreachable)."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    document_id: str
+    filename: str
+    chunk_index: int
+    page: int | None
+    text: str
+    similarity: float
+
+
+def collection_name(agent_id: str) -> str:
+    """A valid Chroma name (3–512 of [a-zA-Z0-9._-], alphanumeric at both ends) for an agent id."""
+    clean = re.sub(r"[^a-zA-Z0-9._-]", "-", agent_id).strip("._-")
+    if not clean or len(clean) > 200 or clean != agent_id:
+        clean = hashlib.sha256(agent_id.encode()).hexdigest()[:40]
+    return f"agent-{clean}"
+
+
+@functools.cache
+def _embedding_function_class() -> Any:
+    """Chroma's EmbeddingFunction over our embedder, defined on first use (chromadb imports slowly)."""
+    from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+
+    class JudgeEmbeddings(EmbeddingFunction[Documents]):
+        """Our embedder, so Chroma never falls back to its default (which downloads a model)."""
+
+        def __init__(self, embedder: Embedder) -> None:
+            self.embedder = embedder
+
+        def __call__(self, input: Documents) -> Embeddings:
+            import numpy as np
+
+            return [np.asarray(v, dtype=np.float32) for v in self.embedder.embed(list(input))]
+
+        @staticmethod
+        def name() -> str:
+            return "judge-mcp"
+
+        def get_config(self) -> dict[str, Any]:
+            return {"embedder": self.embedder.id, **self.embedder.config}
+
+        @staticmethod
+        def build_from_config(config: dict[str, Any]) -> EmbeddingFunction[Documents]:
+            embedder = make_embedder(config["backend"], config["model"], Path(config["cache_dir"]))
+            return JudgeEmbeddings(embedder)
+
+        def default_space(self) -> Any:
+            return "cosine"
+
+    return JudgeEmbeddings
+
+
+class GuidelineStore:
+    def __init__(self, embedder: Embedder, *, path: Path | None = None, url: str | None = None):
+        self.embedder = embedder
+        self._path = path
+        self._url = url
+        self._client: Any = None
+        self._ef: Any = None
+        self._lock = threading.Lock()
+
+    def _chroma(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                import chromadb
+                from chromadb.config import Settings as ChromaSettings
+
+                settings = ChromaSettings(anonymized_telemetry=False)
+                if self._url:
+                    u = urlparse(self._url)
+                    self._client = chromadb.HttpClient(host=u.hostname or "127.0.0.1", port=u.port or 8000,
+                                                       ssl=u.scheme == "https", settings=settings)
+                else:
+                    assert self._path is not None
+                    self._path.mkdir(parents=True, exist_ok=True)
+                    self._client = chromadb.PersistentClient(path=str(self._path), settings=settings)
+                self._ef = _embedding_function_class()(self.embedder)
+        return self._client
+
+    def _collection(self, agent_id: str, create: bool) -> Any:
+        client = self._chroma()
+        name = collection_name(agent_id)
+        if not create:
+            try:
+                coll = client.get_collection(name, embedding_function=self._ef)
+            except Exception:  # chroma raises NotFoundError / ValueError depending on the client
+                return None
+        else:
+            coll = client.get_or_create_collection(
+                name, embedding_function=self._ef, configuration={"hnsw": {"space": "cosine"}},
+                metadata={"embedder": self.embedder.id, "agent_id": agent_id},
+            )
+        space = ((coll.configuration or {}).get("hnsw") or {}).get("space")
+        if space not in (None, "cosine"):
+            raise StoreError(f"collection {name} uses the {space!r} space, not cosine; delete and re-upload")
+        made_by = (coll.metadata or {}).get("embedder")
+        if made_by and made_by != self.embedder.id:
+            raise StoreError(
+                f"this agent's guidelines were embedded with {made_by}, but the server now uses "
+                f"{self.embedder.id}; switch JUDGE_MCP_EMBEDDING_BACKEND back, or delete and re-upload them"
+            )
+        return coll
+
+    def add(self, agent_id: str, document_id: str, filename: str, chunks: Sequence[Chunk],
+            vectors: Sequence[Sequence[float]]) -> None:
+        coll = self._collection(agent_id, create=True)
+        if not chunks:
+            return
+        coll.upsert(
+            ids=[f"{document_id}:{c.index}" for c in chunks],
+            embeddings=[list(v) for v in vectors],
+            documents=[c.text for c in chunks],
+            metadatas=[{"document_id": document_id, "filename": filename, "chunk_index": c.index,
+                        "start": c.start, "end": c.end, **({"page": c.page} if c.page is not None else {})}
+                       for c in chunks],
+        )
+
+    def delete_document(self, agent_id: str, document_id: str) -> None:
+        coll = self._collection(agent_id, create=False)
+        if coll is not None:
+            coll.delete(where={"document_id": document_id})
+
+    def count(self, agent_id: str, document_id: str | None = None) -> int:
+        coll = self._collection(agent_id, create=False)
+        if coll is None:
+            return 0
+        if document_id is None:
+            return int(coll.count())
+        return len(coll.get(where={"document_id": document_id}, include=[])["ids"])
+
+    def search_vector(self, agent_id: str, vector: Sequence[float], top_k: int, threshold: float,
+                      document_ids: Sequence[str] | None = None) -> list[Hit]:
+        """Best first; similarity = 1 − cosine distance; only chunks at or above the threshold."""
+        coll = self._collection(agent_id, create=False)
+        if coll is None or (document_ids is not None and not document_ids):
+            return []
+        where = None
+        if document_ids is not None:
+            where = {"document_id": {"$in": list(document_ids)}}
+        res = coll.query(query_embeddings=[list(vector)], n_results=top_k, where=where,
+                         include=["documents", "metadatas", "distances"])
+        hits = []
+        for text, meta, dist in zip(res["documents"][0], res["metadatas"][0], res["distances"][0], strict=True):
+            similarity = 1.0 - float(dist)
+            if similarity >= threshold:
+                hits.append(Hit(str(meta["document_id"]), str(meta["filename"]), int(meta["chunk_index"]),
+                                int(meta["page"]) if "page" in meta else None, text, round(similarity, 4)))
+        return hits
+
+    def search(self, agent_id: str, query: str, top_k: int, threshold: float,
+               document_ids: Sequence[str] | None = None) -> list[Hit]:
+        (vector,) = self.embedder.embed([query])
+        return self.search_vector(agent_id, vector, top_k, threshold, document_ids)

@@ -1,0 +1,83 @@
+"""Guideline document tools: upload, list, delete, search (per agent)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+from judges.guidelines import GuidelineChunk, GuidelineDocument, read_source
+
+from .agent_tools import AgentId
+from .context import app_of, organization_of
+from .errors import tool_errors
+
+
+class DocumentList(BaseModel):
+    documents: list[GuidelineDocument]
+
+
+class DeletedDocument(BaseModel):
+    deleted: bool
+    id: str
+    filename: str
+
+
+class ChunkList(BaseModel):
+    chunks: list[GuidelineChunk]
+
+
+def register(mcp: MCPServer) -> None:
+    @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                          open_world_hint=False))
+    @tool_errors
+    async def upload_guideline(
+        ctx: Context,
+        agent_id: AgentId,
+        path: Annotated[str | None, Field(description="A PDF, DOCX, TXT or Markdown file inside the allowed roots.")] = None,
+        content_base64: Annotated[str | None, Field(description="The file's bytes in base64 (or a data: URI).")] = None,
+        text: Annotated[str | None, Field(description="Plain text or Markdown, as a string.")] = None,
+        filename: Annotated[str | None, Field(description="Name to show; also tells Markdown from text.")] = None,
+    ) -> GuidelineDocument:
+        """Add a guideline document to an agent: parsed, chunked (1000/200), embedded and stored for retrieval.
+        The same bytes uploaded again return the existing record and add nothing."""
+        app = app_of(ctx)
+        data, name = read_source(path=path, content_base64=content_base64, text=text, filename=filename,
+                                 allowed_roots=app.settings.allowed_roots, max_bytes=app.settings.max_upload_bytes)
+
+        async def progress(done: float, total: float | None, message: str) -> None:
+            await ctx.report_progress(done, total, message)
+
+        return await app.guidelines.upload(organization_of(ctx), agent_id, data, name, progress)
+
+    @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
+    @tool_errors
+    async def list_guidelines(ctx: Context, agent_id: AgentId) -> DocumentList:
+        """An agent's guideline documents, oldest first, with their processing status."""
+        return DocumentList(documents=app_of(ctx).guidelines.documents(organization_of(ctx), agent_id))
+
+    @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+                                          open_world_hint=False))
+    @tool_errors
+    async def delete_guideline(
+        ctx: Context, agent_id: AgentId,
+        document_id: Annotated[str, Field(description="The document's id, from list_guidelines.")],
+    ) -> DeletedDocument:
+        """Delete a guideline document: its chunks and its record."""
+        doc = await app_of(ctx).guidelines.delete(organization_of(ctx), agent_id, document_id)
+        return DeletedDocument(deleted=True, id=doc.id, filename=doc.filename)
+
+    @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
+    @tool_errors
+    async def search_guidelines(
+        ctx: Context, agent_id: AgentId,
+        query: Annotated[str, Field(description="What to look for, e.g. the brief and the generation prompt.")],
+        top_k: Annotated[int | None, Field(description="1–50; default: the agent's rag_config.top_k.")] = None,
+        similarity_threshold: Annotated[float | None, Field(
+            description="0–1; default: the agent's rag_config, else the server's default for its model.")] = None,
+    ) -> ChunkList:
+        """The agent's guideline chunks most similar to the query, best first (similarity = 1 − cosine distance)."""
+        chunks = await app_of(ctx).guidelines.search(organization_of(ctx), agent_id, query, top_k, similarity_threshold)
+        return ChunkList(chunks=chunks)
