@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -60,8 +61,12 @@ class _Lazy:
                     self._loaded = self._load()
         return self._loaded
 
-    def warm(self) -> threading.Thread:
+    def warm(self, delay_s: float = 0.0) -> threading.Thread:
+        """Load in a background thread, after `delay_s` (so a host's `initialize` is answered first)."""
+
         def run() -> None:
+            if delay_s:
+                time.sleep(delay_s)
             try:
                 self.loaded()
             except BaseException as exc:  # reported when the model is first needed
@@ -120,12 +125,16 @@ class OnnxInt8Embedder(_Lazy):
         return "onnx-int8:all-MiniLM-L6-v2"
 
     def _export(self, target: Path) -> None:
+        import onnx
         import torch
         from onnxruntime.quantization import QuantType, quantize_dynamic
+        from onnxruntime.transformers import optimizer
         from transformers import AutoModel
 
         source = packaged_model_path()
-        bert = AutoModel.from_pretrained(str(source)).eval()
+        # Eager attention exports the classic BERT pattern, which onnxruntime fuses into its
+        # Attention kernel (the SDPA export is not recognised and runs slower than torch).
+        bert = AutoModel.from_pretrained(str(source), attn_implementation="eager").eval()
 
         class Encoder(torch.nn.Module):
             def __init__(self, inner: Any):
@@ -143,16 +152,22 @@ class OnnxInt8Embedder(_Lazy):
         axes = {n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]}
         torch.onnx.export(Encoder(bert), dummy, str(fp32), input_names=names, output_names=["last_hidden_state"],
                           dynamic_axes=axes, opset_version=17, dynamo=False)
+        fused = target.with_suffix(".fused.onnx")
+        config = json.loads((source / "config.json").read_text())
+        optimizer.optimize_model(str(fp32), model_type="bert", num_heads=config["num_attention_heads"],
+                                 hidden_size=config["hidden_size"]).save_model_to_file(str(fused))
         tmp = target.with_suffix(".tmp.onnx")
-        quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
+        quantize_dynamic(str(fused), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
         os.replace(tmp, target)
         fp32.unlink(missing_ok=True)
+        fused.unlink(missing_ok=True)
 
     def _load(self) -> Any:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        model = self.cache_dir / "all-MiniLM-L6-v2-int8.onnx"
+        model = self.cache_dir / "all-MiniLM-L6-v2-fused-int8.onnx"
         if not model.exists():
             log.info("exporting the packaged MiniLM to int8 ONNX (once) into %s", model)
             self._export(model)
@@ -164,15 +179,18 @@ class OnnxInt8Embedder(_Lazy):
         options = ort.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
+        # Idle workers would spin on the CPU after each batch, starving the event loop and numpy.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
-        return tokenizer, session
+        inputs = {i.name for i in session.get_inputs()}
+        return tokenizer, session, inputs
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         import numpy as np
 
         if not texts:
             return []
-        tokenizer, session = self.loaded()
+        tokenizer, session, inputs = self.loaded()
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths pad less
         out: list[Any] = [None] * len(texts)
         for b in range(0, len(order), self.batch_size):
@@ -181,7 +199,8 @@ class OnnxInt8Embedder(_Lazy):
             ids = np.array([e.ids for e in enc], dtype=np.int64)
             mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
             types = np.array([e.type_ids for e in enc], dtype=np.int64)
-            hidden = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})[0]
+            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+            hidden = session.run(None, {k: v for k, v in feed.items() if k in inputs})[0]
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)

@@ -63,11 +63,14 @@ def build_guidelines(settings: Settings, db: Database, agents: AgentStore) -> Gu
     from rag.store import GuidelineStore
 
     embedder = make_embedder(settings.embedding_backend, settings.embedding_model, settings.model_cache_dir)
+    store = GuidelineStore(embedder, path=settings.chroma_path, url=settings.chroma_url)
     if settings.warm_embeddings:
+        # Background threads, started after `initialize` has been answered: neither the
+        # handshake nor the first upload waits for the model and chromadb imports.
         warm = getattr(embedder, "warm", None)
         if warm is not None:
-            warm()  # a background thread: neither `initialize` nor the first upload waits for the import
-    store = GuidelineStore(embedder, path=settings.chroma_path, url=settings.chroma_url)
+            warm(settings.warm_delay_s)
+        store.warm(settings.warm_delay_s)
     ingest = IngestSettings(
         max_file_bytes=settings.max_upload_bytes, chunk_size=settings.chunk_size,
         chunk_overlap=settings.chunk_overlap, parse_timeout_s=settings.parse_timeout_s,
