@@ -151,3 +151,13 @@ def test_pdf_stream_inflating_past_the_limit_fails_within_the_budget() -> None:
 def test_worker_stops_a_parse_that_runs_past_its_budget() -> None:
     with pytest.raises(DocumentError, match=r"longer than 0\.01 s"):
         parse_in_worker(pdf("Seige_of_Vicksburg_Sample_OCR.pdf"), "v.pdf", LIMITS, timeout_s=0.01, memory_mb=1024)
+
+
+def test_pdf_with_an_image_keeps_its_text() -> None:
+    assert parse(pdf("jpeg.pdf"), None, LIMITS).text == "A PDF with a JPEG image."
+
+
+def test_toy_pdf_has_the_upstream_layout_lines() -> None:
+    """Upstream asserts layout mode; we extract plain text, so compare line by line, spacing aside."""
+    expected = [line.strip() for line in corpus("pdf", "toy.layout.txt").read_text().splitlines() if line.strip()]
+    assert parse(pdf("toy.pdf"), None, LIMITS).text.splitlines() == expected
