@@ -71,7 +71,10 @@ class AnthropicClient:
         started = time.monotonic()
         while True:
             try:
-                resp = await client.messages.create(**self._payload(request))
+                # Sent as built (see the OpenAI client): no recursive param transform per call.
+                from anthropic.types import Message as AnthropicMessage
+
+                resp = await client.post("/v1/messages", body=self._payload(request), cast_to=AnthropicMessage)
                 break
             except Exception as exc:
                 err = exc if isinstance(exc, BackendError) else backend_error_from_sdk(exc)

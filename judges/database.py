@@ -42,6 +42,26 @@ CREATE TABLE IF NOT EXISTS documents (
     updated_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS documents_agent ON documents (organization_id, agent_id);
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    organization_id TEXT NOT NULL,
+    brief TEXT NOT NULL,
+    max_iterations INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS iterations (
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    iteration INTEGER NOT NULL,
+    prompt TEXT NOT NULL,
+    winner_index INTEGER,
+    best REAL,
+    mean REAL,
+    ranking TEXT NOT NULL,
+    evaluations TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, iteration)
+);
 """
 
 

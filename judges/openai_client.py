@@ -53,6 +53,12 @@ class OpenAIChatClient:
             )
         return self._sdk
 
+    @staticmethod
+    def _completion_type() -> Any:
+        from openai.types.chat import ChatCompletion
+
+        return ChatCompletion
+
     def _payload(self, request: ModelRequest, mode: StructuredMode) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
         system = request.system if mode != "prompt" else system_with_schema(request)
@@ -93,7 +99,10 @@ class OpenAIChatClient:
         started = time.monotonic()
         while True:
             try:
-                resp = await client.chat.completions.create(**self._payload(request, self.mode))
+                # The payload is built to the API's shape here; `post` sends it as is, skipping the
+                # SDK's recursive param transform (~4 ms of CPU a call, most of a judge's overhead).
+                resp = await client.post("/chat/completions", body=self._payload(request, self.mode),
+                                         cast_to=self._completion_type())
                 break
             except Exception as exc:
                 err = exc if isinstance(exc, BackendError) else backend_error_from_sdk(exc)

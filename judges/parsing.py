@@ -3,6 +3,7 @@ one repair retry, and otherwise a typed failure that keeps the raw text. Never a
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -154,6 +155,12 @@ def looks_like_refusal(text: str) -> bool:
     return bool(_REFUSAL.match(text)) and not json_candidates(text)
 
 
+@functools.cache
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's JSON schema, built once (pydantic takes ~5 ms per build; judges ask on every call)."""
+    return model.model_json_schema()
+
+
 REPAIR_INSTRUCTION = (
     "Your previous reply could not be used: {error}. Reply again with only the corrected output, "
     "in exactly the format asked for, and nothing else."
@@ -170,7 +177,7 @@ async def run_judge(
 ) -> Judged[T]:
     """Ask `client`, parse the reply as `output` (or with `parse`), repair once, else a typed failure."""
     if parse is None and request.json_schema is None:
-        request = request.model_copy(update={"json_schema": output.model_json_schema()})
+        request = request.model_copy(update={"json_schema": json_schema(output)})
     parser: Callable[[str], T] = parse or (lambda text: parse_json_output(text, output))
     outcome: Judged[T] = Judged(model=client.name)
 

@@ -12,8 +12,11 @@ from judges.agents import AgentStore
 from judges.database import Database
 from judges.guard import CallPolicy
 from judges.guidelines import Guidelines, IngestSettings
+from judges.image_service import ImageJudging, ImageSettings
+from judges.images import ImagePolicy
 from judges.model import ModelClient
 from judges.model_registry import BackendConfig, ModelRegistry
+from judges.runs import RunStore
 
 from .sampling import SamplingClient, sampling_offered
 from .settings import Settings
@@ -28,6 +31,7 @@ class AppContext:
     agents: AgentStore
     models: ModelRegistry
     guidelines: Guidelines
+    images: ImageJudging
 
     def model_for(self, ctx: Any, model: str | None = None) -> ModelClient:
         """The client for `model` (or the default), offering the host's sampling when it has it."""
@@ -87,8 +91,16 @@ async def open_app(settings: Settings) -> AsyncIterator[AppContext]:
     models = build_registry(settings)
     try:
         agents = AgentStore(db)
-        app = AppContext(settings=settings, db=db, agents=agents, models=models,
-                         guidelines=build_guidelines(settings, db, agents))
+        guidelines = build_guidelines(settings, db, agents)
+        images = ImageJudging(agents, RunStore(db), guidelines, ImageSettings(
+            policy=ImagePolicy(allowed_roots=settings.allowed_roots, max_bytes=settings.max_image_bytes,
+                               max_side=settings.max_image_side, allow_urls=settings.allow_image_urls),
+            max_images=settings.max_images, max_iterations=settings.max_iterations,
+            plateau_window=settings.plateau_window, plateau_threshold=settings.plateau_threshold,
+            fallback_score=settings.parse_fallback_score,
+        ))
+        app = AppContext(settings=settings, db=db, agents=agents, models=models, guidelines=guidelines,
+                         images=images)
         log.info("judge-mcp ready: data in %s, model %s", settings.home, settings.model)
         yield app
     finally:

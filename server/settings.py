@@ -40,7 +40,7 @@ class Settings(BaseSettings):
     )
     chroma_url: str | None = None
 
-    concurrency: int = Field(default=8, ge=1, le=256, description="Model calls in flight at once, all judges together.")
+    concurrency: int = Field(default=16, ge=1, le=256, description="Model calls in flight at once, all judges together.")
     call_deadline_s: float = Field(default=120.0, gt=0, description="Total time one model call may take, retries included.")
     max_retries: int = Field(default=2, ge=0, le=10)
     max_retry_wait_s: float = Field(default=30.0, ge=0)
@@ -65,6 +65,19 @@ class Settings(BaseSettings):
     max_pdf_pages: int = Field(default=2000, ge=1)
     max_docx_uncompressed_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
     max_docx_ratio: float = Field(default=100.0, gt=1)
+
+    # Image judging (seed 000).
+    max_image_bytes: int = Field(default=20 * 1024 * 1024, ge=1)
+    max_image_side: int = Field(default=2048, ge=64, description="Longer images are downscaled before sending.")
+    max_images: int = Field(default=16, ge=1, le=64)
+    allow_image_urls: bool = Field(default=False, description="Accept http(s) image URLs (public addresses only).")
+    max_iterations: int = Field(default=10, ge=1, le=100)
+    plateau_window: int = Field(default=3, ge=1)
+    plateau_threshold: float = Field(default=0.02, ge=0, le=1)
+    parse_fallback_score: float | None = Field(
+        default=None, ge=0, le=100,
+        description="Opt-in: score given to a judge whose reply cannot be parsed (the seed used 50). Off by default.",
+    )
 
     # The official SDKs' variables, read here so nothing else reads the environment.
     anthropic_api_key: str | None = Field(default=None, validation_alias=AliasChoices("ANTHROPIC_API_KEY"))

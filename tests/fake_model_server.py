@@ -111,6 +111,9 @@ class FakeModelServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes; with Nagle on, the body waits ~40 ms for
+            # the client's delayed ACK, which no real API server makes its clients pay.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
@@ -167,3 +170,29 @@ def _error(api: str, r: Scripted) -> dict[str, Any]:
         kind = {429: "rate_limit_error", 529: "overloaded_error", 401: "authentication_error"}.get(r.status, "api_error")
         return {"type": "error", "error": {"type": r.error_code or kind, "message": r.text or kind}}
     return {"error": {"message": r.text or f"error {r.status}", "type": "server_error", "code": r.error_code}}
+
+
+def main() -> None:
+    """Serve every request with one scripted reply after a fixed delay (for benchmarks in another process)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="A loopback fake OpenAI/Anthropic server.")
+    parser.add_argument("--reply", required=True, help="the text every reply carries")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each reply")
+    args = parser.parse_args()
+    server = FakeModelServer()
+    server.respond_with(lambda rec: Scripted(text=args.reply, delay_s=args.delay))
+    server.requests = _Discard()
+    print(server.port, flush=True)  # the parent reads the port from the first line
+    server._httpd.serve_forever()
+
+
+class _Discard(list):  # type: ignore[type-arg]
+    """A request log that keeps nothing, for long benchmark runs."""
+
+    def append(self, item: object) -> None:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -10,7 +10,6 @@ import pytest
 from rag.chunking import Chunk
 from rag.store import GuidelineStore, collection_name
 
-
 # Chroma cannot rebuild this test double from its config, and says so; that is expected here.
 pytestmark = pytest.mark.filterwarnings("ignore:legacy embedding function config")
 

@@ -1,0 +1,193 @@
+"""Judge agents scoring images (seed 000): retrieval per agent, the evaluation prompt, one parse
+path, all agents × images concurrently, and the weighted aggregate over judges that scored."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal
+
+import anyio
+from pydantic import BaseModel, Field, field_validator
+
+import prompts
+
+from .agents import Agent
+from .errors import ConfigError
+from .model import Message, ModelClient, ModelRequest, TextPart, Usage
+from .parsing import JudgeModel, run_judge
+
+log = logging.getLogger(__name__)
+
+Severity = Literal["critical", "major", "moderate", "minor"]
+SEVERITY_RANK: dict[str, int] = {"critical": 0, "major": 1, "moderate": 2, "minor": 3}
+ITERATION_CONTEXT = (
+    "This is iteration {n} of {m}. Previous scores: [{scores}].\n"
+    "Score the image on its absolute merits. If this iteration genuinely improved on previous issues, "
+    "the score SHOULD increase. If the same problems persist, the score should NOT increase. Do not "
+    "inflate scores just because this is a later iteration."
+)
+
+
+class TopIssue(JudgeModel):
+    problem: str
+    severity: Severity
+    fix: str
+
+    @field_validator("severity", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+
+class ChecklistItem(JudgeModel):
+    item: str
+    passed: bool | None = None
+    note: str | None = None
+
+
+class ImageVerdict(JudgeModel):
+    """What a judge agent answers about one image (the seed's default format, any key casing)."""
+
+    score: float = Field(ge=0, le=100)
+    top_issue: TopIssue | None = None
+    category_scores: dict[str, float] = {}
+    what_worked: list[str] = []
+    prompt_instructions: list[str] = []
+    checklist: list[ChecklistItem] = []
+    feedback: str = ""
+
+    @field_validator("checklist", mode="before")
+    @classmethod
+    def _items(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"item": v} if isinstance(v, str) else v for v in value]
+        return value
+
+
+class GuidelineUse(BaseModel):
+    document_id: str
+    chunk_index: int
+    similarity: float
+
+
+class Evaluation(BaseModel):
+    image_index: int
+    agent_id: str
+    agent_name: str
+    status: Literal["ok", "failed", "fallback"] = Field(
+        description="ok: the judge scored; failed: no score (see error); fallback: the opt-in fallback score")
+    score: float | None = None
+    top_issue: TopIssue | None = None
+    category_scores: dict[str, float] = {}
+    what_worked: list[str] = []
+    prompt_instructions: list[str] = []
+    checklist: list[ChecklistItem] = []
+    feedback: str = ""
+    guidelines_used: list[GuidelineUse] = []
+    error: str | None = Field(default=None, description="Failure kind and message, when the judge did not score.")
+    failure_kind: str | None = None
+    raw_response: str | None = Field(default=None, description="The model's own text, kept when it failed.")
+    usage: Usage = Field(default_factory=Usage)
+    latency_ms: float = 0.0
+    model: str = ""
+
+
+class RankedImage(BaseModel):
+    image_index: int
+    aggregate_score: float | None = Field(description="Σ(score·weight)/Σ(weight) over judges that scored; null if none.")
+    judges_scored: int
+    judges_failed: int
+
+
+def aggregate_scores(evaluations: Sequence[Evaluation], weights: dict[str, float], images: int) -> list[RankedImage]:
+    """Per image: Σ(score·scoring_weight)/Σ(scoring_weight) over the judges that returned a score.
+
+    Best first; images no judge scored (or only zero-weight judges) have a null aggregate and
+    rank last, in image order."""
+    ranked = []
+    for i in range(images):
+        mine = [e for e in evaluations if e.image_index == i]
+        scored = [e for e in mine if e.score is not None]
+        total = sum(weights[e.agent_id] for e in scored)
+        value = sum(e.score * weights[e.agent_id] for e in scored if e.score is not None) / total if total else None
+        ranked.append(RankedImage(image_index=i, aggregate_score=None if value is None else round(value, 4),
+                                  judges_scored=len(scored), judges_failed=len(mine) - len(scored)))
+    return sorted(ranked, key=lambda r: (r.aggregate_score is None, -(r.aggregate_score or 0), r.image_index))
+
+
+def iteration_context(iteration: int, max_iterations: int, previous: Sequence[float]) -> str:
+    return ITERATION_CONTEXT.format(n=iteration, m=max_iterations, scores=", ".join(f"{s:g}" for s in previous))
+
+
+def evaluation_text(agent: Agent, *, brief: str, prompt: str, context: str, guidelines: Sequence[str]) -> str:
+    """The seed's evaluation prompt for one agent (the same for each of its images)."""
+    return prompts.render(
+        "image/judge@v1", iteration_context=context, brief=brief, prompt=prompt or "(not given)",
+        guidelines=list(guidelines), categories=agent.evaluation_categories or "",
+        default_format="OUTPUT FORMAT" not in agent.system_prompt,
+    )
+
+
+def evaluation_request(agent: Agent, image: Any, text: str) -> ModelRequest:
+    """The image first, then the fenced data, the instructions last; temperature 0.3 as in the seed."""
+    return ModelRequest(system=agent.system_prompt, messages=[Message(role="user", content=[image, TextPart(text=text)])],
+                        temperature=0.3, max_tokens=2048)
+
+
+ClientFor = Callable[[Agent], ModelClient]
+Retrieve = Callable[[Agent], Awaitable[list[tuple[str, GuidelineUse]]]]
+
+
+async def evaluate(agents: Sequence[Agent], images: Sequence[Any], *, brief: str, prompt: str, context: str,
+                   client_for: ClientFor, retrieve: Retrieve, fallback_score: float | None = None) -> list[Evaluation]:
+    """Every agent × image, concurrently (the model registry's cap bounds calls in flight).
+
+    One judge's failure never cancels the others; it becomes a failed evaluation with its reason."""
+    results: list[Evaluation | None] = [None] * (len(agents) * len(images))
+    retrieved: dict[str, list[tuple[str, GuidelineUse]]] = {}
+
+    async def fetch(agent: Agent) -> None:
+        try:
+            retrieved[agent.id] = await retrieve(agent)
+        except Exception as exc:  # retrieval is an aid; judging goes on without it
+            log.warning("guideline retrieval for agent %s failed: %s", agent.id, exc)
+            retrieved[agent.id] = []
+
+    async with anyio.create_task_group() as tg:
+        for agent in agents:
+            tg.start_soon(fetch, agent)
+    texts = {a.id: evaluation_text(a, brief=brief, prompt=prompt, context=context,
+                                   guidelines=[text for text, _ in retrieved.get(a.id, [])]) for a in agents}
+
+    async def judge(slot: int, agent: Agent, index: int, image: Any) -> None:
+        chunks = retrieved.get(agent.id, [])
+        data: dict[str, Any] = {"image_index": index, "agent_id": agent.id, "agent_name": agent.name,
+                                "guidelines_used": [use for _, use in chunks]}
+        try:
+            client = client_for(agent)
+        except ConfigError as exc:
+            data.update(status="failed", error=f"configuration: {exc}", failure_kind="backend_error")
+            results[slot] = Evaluation.model_validate(data)
+            return
+        request = evaluation_request(agent, image, texts[agent.id])
+        judged = await run_judge(client, request, ImageVerdict)
+        data.update(usage=judged.usage, latency_ms=round(judged.latency_ms, 1), model=judged.model)
+        if judged.value is not None:
+            data.update(status="ok", **judged.value.model_dump())
+        else:
+            failure = judged.failure
+            assert failure is not None
+            fallback = fallback_score if failure.kind in ("parse_error", "truncated") else None
+            data.update(status="fallback" if fallback is not None else "failed", score=fallback,
+                        error=f"{failure.kind}: {failure.message}", failure_kind=failure.kind,
+                        raw_response=failure.raw_text)
+        results[slot] = Evaluation.model_validate(data)
+
+    async with anyio.create_task_group() as tg:
+        slot = 0
+        for agent in agents:
+            for index, image in enumerate(images):
+                tg.start_soon(judge, slot, agent, index, image)
+                slot += 1
+    return [r for r in results if r is not None]

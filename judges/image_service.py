@@ -1,0 +1,138 @@
+"""evaluate_image and optimize_prompt as one service: agents, retrieval, runs, plateau."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel, Field
+
+from .agents import Agent, AgentStore
+from .errors import InputError
+from .guidelines import Guidelines
+from .image_judge import Evaluation, GuidelineUse, RankedImage, aggregate_scores, evaluate, iteration_context
+from .images import ImagePolicy, load_image
+from .model import ImagePart, ModelClient
+from .optimizer import AgentContext, OptimizedPrompt, optimize_prompt
+from .runs import Plateau, Run, RunStore, detect_plateau
+
+
+@dataclass(frozen=True)
+class ImageSettings:
+    policy: ImagePolicy
+    max_images: int = 16
+    max_iterations: int = 10
+    plateau_window: int = 3
+    plateau_threshold: float = 0.02
+    fallback_score: float | None = None
+
+
+class ImageEvaluation(BaseModel):
+    run_id: str
+    iteration: int
+    evaluations: list[Evaluation]
+    ranking: list[RankedImage]
+    winner_index: int | None = Field(description="The best-ranked image; null when no judge scored any image.")
+    plateau: Plateau
+
+
+class RunReport(BaseModel):
+    run_id: str
+    brief: str
+    iterations: list[dict[str, object]]
+    plateau: Plateau
+
+
+class ImageJudging:
+    def __init__(self, agents: AgentStore, runs: RunStore, guidelines: Guidelines, settings: ImageSettings):
+        self.agents = agents
+        self.runs = runs
+        self.guidelines = guidelines
+        self.settings = settings
+
+    def load_images(self, refs: Sequence[str]) -> list[ImagePart]:
+        if not refs:
+            raise InputError("images must hold at least one image (a path, a data: URI or base64)")
+        if len(refs) > self.settings.max_images:
+            raise InputError(f"at most {self.settings.max_images} images per call (got {len(refs)})")
+        loaded = []
+        for i, ref in enumerate(refs):
+            try:
+                loaded.append(load_image(ref, self.settings.policy))
+            except InputError as exc:
+                raise InputError(f"images[{i}]: {exc}") from None
+        return loaded
+
+    def judges(self, org: str, agent_ids: Sequence[str] | None) -> list[Agent]:
+        agents = [self.agents.get(org, a) for a in agent_ids] if agent_ids else self.agents.list(org)
+        if not agents:
+            raise InputError("no judge agents: create some with create_agent (e.g. template_id='brand_compliance')")
+        return agents
+
+    def plateau(self, run: Run) -> Plateau:
+        return detect_plateau([it.best for it in run.iterations], self.settings.plateau_window,
+                              self.settings.plateau_threshold, run.max_iterations)
+
+    async def evaluate_image(self, org: str, *, brief: str, images: Sequence[str], prompt: str | None,
+                             agent_ids: Sequence[str] | None, run_id: str | None, max_iterations: int | None,
+                             client_for: Callable[[Agent], ModelClient]) -> ImageEvaluation:
+        if not brief.strip():
+            raise InputError("brief must not be empty")
+        if max_iterations is not None and not 1 <= max_iterations <= 100:
+            raise InputError(f"max_iterations must be between 1 and 100 (got {max_iterations})")
+        agents = self.judges(org, agent_ids)
+        parts = self.load_images(images)
+        clients = {a.id: client_for(a) for a in agents}  # a missing backend fails here, before any run
+        if run_id is None:
+            run_id = self.runs.create(org, brief, max_iterations or self.settings.max_iterations)
+        elif max_iterations is not None:
+            self.runs.get(org, run_id)
+            self.runs.set_max_iterations(org, run_id, max_iterations)
+        run = self.runs.get(org, run_id)
+        number = len(run.iterations) + 1
+        if number > run.max_iterations:
+            raise InputError(f"run {run_id} has reached max_iterations={run.max_iterations}; "
+                             "start a new run or pass a larger max_iterations")
+        previous = [it.best for it in run.iterations if it.best is not None]
+        context = iteration_context(number, run.max_iterations, [round(p) for p in previous])
+
+        async def retrieve(agent: Agent) -> list[tuple[str, GuidelineUse]]:
+            chunks = await self.guidelines.search(org, agent.id, f"{brief}\n{prompt or ''}".strip())
+            return [(c.text, GuidelineUse(document_id=c.document_id, chunk_index=c.chunk_index,
+                                          similarity=c.similarity)) for c in chunks]
+
+        evaluations = await evaluate(agents, parts, brief=brief, prompt=prompt or "", context=context,
+                                     client_for=lambda a: clients[a.id], retrieve=retrieve,
+                                     fallback_score=self.settings.fallback_score)
+        ranking = aggregate_scores(evaluations, {a.id: a.scoring_weight for a in agents}, len(parts))
+        it = self.runs.record(run_id, number, prompt or "", ranking, evaluations)
+        return ImageEvaluation(run_id=run_id, iteration=number, evaluations=evaluations, ranking=ranking,
+                               winner_index=it.winner_index, plateau=self.plateau(self.runs.get(org, run_id)))
+
+    def report(self, org: str, run_id: str) -> RunReport:
+        run = self.runs.get(org, run_id)
+        return RunReport(run_id=run.run_id, brief=run.brief,
+                         iterations=[it.model_dump(mode="json") for it in run.iterations], plateau=self.plateau(run))
+
+    async def optimize(self, org: str, *, brief: str, prompt: str, run_id: str | None,
+                       evaluations: Sequence[Evaluation] | None, client: ModelClient) -> OptimizedPrompt:
+        if (run_id is None) == (evaluations is None):
+            raise InputError("give exactly one of run_id (the run's last iteration is used) or evaluations")
+        if run_id is not None:
+            number, evals = self.runs.evaluations(org, run_id)
+            run = self.runs.get(org, run_id)
+            winner = run.iterations[number - 1].winner_index
+            evaluations = [e for e in evals if winner is None or e.image_index == winner]
+        assert evaluations is not None
+        agents: dict[str, Agent] = {}
+        contexts = []
+        for agent_id in dict.fromkeys(e.agent_id for e in evaluations):
+            try:
+                agent = self.agents.get(org, agent_id)
+            except InputError:
+                continue  # a deleted agent's feedback still counts, with the default weight
+            agents[agent_id] = agent
+            chunks = await self.guidelines.search(org, agent_id, f"{brief}\n{prompt}")
+            contexts.append(AgentContext(agent_name=agent.name, chunks=[c.text for c in chunks]))
+        return await optimize_prompt(client, brief=brief, prompt=prompt, evaluations=evaluations, agents=agents,
+                                     contexts=contexts)

@@ -1,0 +1,152 @@
+"""Images for judges: a file path (inside the allowed roots), a data: URI, raw base64, or (when
+enabled) an http(s) URL to a public address. Recognised by magic bytes; large ones downscaled."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import ipaddress
+import socket
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import InputError
+from .model import ImagePart
+from .paths import resolve_file
+
+MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+@dataclass(frozen=True)
+class ImagePolicy:
+    allowed_roots: Sequence[Path]
+    max_bytes: int = 20 * 1024 * 1024
+    max_side: int = 2048
+    allow_urls: bool = False
+    url_timeout_s: float = 15.0
+
+
+def media_type(data: bytes) -> str | None:
+    for magic, kind in MAGIC:
+        if data.startswith(magic):
+            return kind
+    if len(data) >= 12 and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def _decode_base64(text: str) -> bytes | None:
+    compact = "".join(text.split())
+    if not compact or len(compact) % 4:
+        return None
+    try:
+        return base64.b64decode(compact, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _public_host(host: str) -> None:
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError as exc:
+        raise InputError(f"cannot resolve {host!r}: {exc}") from None
+    for info in infos:
+        ip = ipaddress.ip_address(info[4][0])
+        if not ip.is_global:
+            raise InputError(f"image URLs must point to public addresses; {host} resolves to {ip}")
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None  # redirects are followed by hand, each target checked again
+
+
+def _fetch(url: str, policy: ImagePolicy) -> bytes:
+    opener = urllib.request.build_opener(_NoRedirect)
+    for _ in range(4):
+        parts = urllib.parse.urlparse(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InputError(f"only http(s) image URLs are accepted (got {url[:80]!r})")
+        _public_host(parts.hostname)
+        try:
+            with opener.open(url, timeout=policy.url_timeout_s) as resp:
+                data: bytes = resp.read(policy.max_bytes + 1)
+                return data
+        except urllib.error.HTTPError as exc:
+            if exc.code in (301, 302, 303, 307, 308) and exc.headers.get("location"):
+                url = urllib.parse.urljoin(url, exc.headers["location"])
+                continue
+            raise InputError(f"fetching the image failed: HTTP {exc.code}") from None
+        except OSError as exc:
+            raise InputError(f"fetching the image failed: {exc}") from None
+    raise InputError("too many redirects fetching the image")
+
+
+def read_image_bytes(ref: str, policy: ImagePolicy) -> bytes:
+    ref = ref.strip()
+    if ref.startswith("data:"):
+        header, sep, payload = ref.partition(",")
+        if not sep or ";base64" not in header:
+            raise InputError("a data: URI must be base64, e.g. data:image/png;base64,...")
+        data = _decode_base64(payload)
+        if data is None:
+            raise InputError("the data: URI's payload is not valid base64")
+        return data
+    if ref.startswith(("http://", "https://")):
+        if not policy.allow_urls:
+            raise InputError("image URLs are off; pass a file path, a data: URI or base64, "
+                             "or set JUDGE_MCP_ALLOW_IMAGE_URLS=true")
+        return _fetch(ref, policy)
+    decoded = _decode_base64(ref) if len(ref) > 64 else None
+    if decoded is not None and media_type(decoded):
+        return decoded
+    if len(ref) > 4096:
+        raise InputError("the image is neither valid base64 nor a file path")
+    path = resolve_file(ref, policy.allowed_roots)
+    if path.stat().st_size > policy.max_bytes:
+        raise InputError(f"{ref} is {path.stat().st_size} bytes, more than {policy.max_bytes} (JUDGE_MCP_MAX_IMAGE_BYTES)")
+    return path.read_bytes()
+
+
+def load_image(ref: str, policy: ImagePolicy) -> ImagePart:
+    """An ImagePart from any accepted reference; InputError says what was wrong."""
+    data = read_image_bytes(ref, policy)
+    if len(data) > policy.max_bytes:
+        raise InputError(f"the image is {len(data)} bytes, more than {policy.max_bytes} (JUDGE_MCP_MAX_IMAGE_BYTES)")
+    kind = media_type(data)
+    if kind is None:
+        raise InputError("not an image: only PNG, JPEG, WebP and GIF are accepted (checked by content)")
+    return ImagePart.from_bytes(*downscale(data, kind, policy.max_side))
+
+
+def downscale(data: bytes, kind: str, max_side: int) -> tuple[bytes, str]:
+    """The image with its longer side at most `max_side`, aspect ratio kept (else unchanged)."""
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            width, height = img.size
+            if max(width, height) <= max_side:
+                return data, kind
+            scale = max_side / max(width, height)
+            img.seek(0)
+            small = img.convert("RGBA" if img.mode in ("RGBA", "LA", "P") else "RGB").resize(
+                (max(1, round(width * scale)), max(1, round(height * scale))), Image.Resampling.LANCZOS
+            )
+    except (OSError, Image.DecompressionBombError) as exc:
+        raise InputError(f"the image cannot be decoded: {exc}") from None
+    out = io.BytesIO()
+    if kind == "image/jpeg":
+        small.convert("RGB").save(out, "JPEG", quality=90)
+        return out.getvalue(), "image/jpeg"
+    small.save(out, "PNG")
+    return out.getvalue(), "image/png"

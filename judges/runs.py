@@ -1,0 +1,133 @@
+"""Iteration runs (seed 000): each iteration's aggregates and winner, and plateau detection."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .database import Database
+from .errors import InputError, NotFoundError
+from .image_judge import Evaluation, RankedImage
+
+
+class Plateau(BaseModel):
+    detected: bool
+    window: int
+    threshold: float = Field(description="Relative improvement below which the run has plateaued (0.02 = 2%).")
+    history: list[float | None] = Field(description="The best aggregate of each iteration.")
+    detected_at: int | None = Field(default=None, description="The iteration at which the plateau was detected.")
+    max_iterations: int
+    max_iterations_reached: bool
+    reason: str | None = None
+
+
+def detect_plateau(history: Sequence[float | None], window: int = 3, threshold: float = 0.02,
+                   max_iterations: int = 10) -> Plateau:
+    """A plateau is detected at iteration i (1-based, i > window) when the best aggregate of the
+    last `window` iterations improves on the best before them by less than `threshold`, relatively."""
+    detected_at = None
+    reason = None
+    for i in range(window + 1, len(history) + 1):
+        before = [h for h in history[: i - window] if h is not None]
+        recent = [h for h in history[i - window : i] if h is not None]
+        if not before or not recent:
+            continue
+        best_before, best_recent = max(before), max(recent)
+        gain = (best_recent - best_before) / best_before if best_before else float("inf")
+        if gain < threshold:
+            detected_at = i
+            reason = (f"the best aggregate of iterations {i - window + 1}–{i} ({best_recent:g}) improves on "
+                      f"{best_before:g} by {gain:.1%}, less than {threshold:.0%}")
+            break
+    reached = len(history) >= max_iterations
+    if reason is None and reached:
+        reason = f"max_iterations ({max_iterations}) reached"
+    return Plateau(detected=detected_at is not None, window=window, threshold=threshold, history=list(history),
+                   detected_at=detected_at, max_iterations=max_iterations, max_iterations_reached=reached, reason=reason)
+
+
+class Iteration(BaseModel):
+    iteration: int
+    prompt: str
+    winner_index: int | None
+    best: float | None = Field(description="The winner's aggregate.")
+    mean: float | None = Field(description="Mean aggregate over the images that were scored.")
+    ranking: list[RankedImage]
+    created_at: str
+
+
+class Run(BaseModel):
+    run_id: str
+    brief: str
+    max_iterations: int
+    iterations: list[Iteration]
+    created_at: str
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class RunStore:
+    def __init__(self, db: Database):
+        self.db = db
+
+    def create(self, org: str, brief: str, max_iterations: int) -> str:
+        run_id = str(uuid.uuid4())
+        now = _now()
+        with self.db.transaction() as conn:
+            conn.execute("INSERT INTO runs VALUES (?,?,?,?,?,?)", (run_id, org, brief, max_iterations, now, now))
+        return run_id
+
+    def get(self, org: str, run_id: str) -> Run:
+        rows = self.db.query("SELECT * FROM runs WHERE id=? AND organization_id=?", (run_id, org))
+        if not rows:
+            raise NotFoundError(f"no run {run_id!r} in this organization (evaluate_image returns run_id)")
+        its = self.db.query("SELECT * FROM iterations WHERE run_id=? ORDER BY iteration", (run_id,))
+        return Run(
+            run_id=run_id, brief=rows[0]["brief"], max_iterations=rows[0]["max_iterations"],
+            created_at=rows[0]["created_at"],
+            iterations=[Iteration(iteration=r["iteration"], prompt=r["prompt"], winner_index=r["winner_index"],
+                                  best=r["best"], mean=r["mean"], created_at=r["created_at"],
+                                  ranking=[RankedImage.model_validate(x) for x in json.loads(r["ranking"])])
+                        for r in its],
+        )
+
+    def set_max_iterations(self, org: str, run_id: str, max_iterations: int) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE runs SET max_iterations=?, updated_at=? WHERE id=? AND organization_id=?",
+                         (max_iterations, _now(), run_id, org))
+
+    def evaluations(self, org: str, run_id: str, iteration: int | None = None) -> tuple[int, list[Evaluation]]:
+        """The evaluations of one iteration (default: the last)."""
+        run = self.get(org, run_id)
+        if not run.iterations:
+            raise InputError(f"run {run_id!r} has no iterations yet")
+        number = iteration or run.iterations[-1].iteration
+        rows = self.db.query("SELECT evaluations FROM iterations WHERE run_id=? AND iteration=?", (run_id, number))
+        if not rows:
+            raise InputError(f"run {run_id!r} has no iteration {number}")
+        return number, [Evaluation.model_validate(e) for e in json.loads(rows[0]["evaluations"])]
+
+    def record(self, run_id: str, iteration: int, prompt: str, ranking: list[RankedImage],
+               evaluations: list[Evaluation]) -> Iteration:
+        scored = [r.aggregate_score for r in ranking if r.aggregate_score is not None]
+        winner = ranking[0] if ranking and ranking[0].aggregate_score is not None else None
+        it = Iteration(iteration=iteration, prompt=prompt, winner_index=winner.image_index if winner else None,
+                       best=winner.aggregate_score if winner else None,
+                       mean=round(sum(scored) / len(scored), 4) if scored else None, ranking=ranking,
+                       created_at=_now())
+        payload: list[dict[str, Any]] = [e.model_dump(mode="json") for e in evaluations]
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO iterations VALUES (?,?,?,?,?,?,?,?,?)",
+                (run_id, iteration, prompt, it.winner_index, it.best, it.mean,
+                 json.dumps([r.model_dump(mode="json") for r in ranking]), json.dumps(payload), it.created_at),
+            )
+            conn.execute("UPDATE runs SET updated_at=? WHERE id=?", (it.created_at, run_id))
+        return it

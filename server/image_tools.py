@@ -1,0 +1,73 @@
+"""Image judging tools: evaluate_image, get_run (with a PNG chart), optimize_prompt."""
+
+from __future__ import annotations
+
+import base64
+from typing import Annotated
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
+from pydantic import Field
+
+from judges.chart import run_chart
+from judges.image_judge import Evaluation
+from judges.image_service import ImageEvaluation, RunReport
+from judges.optimizer import OptimizedPrompt
+
+from .context import app_of, organization_of
+from .errors import tool_errors
+
+Images = Annotated[list[str], Field(description="Each a file path (inside the allowed roots), a data: URI or raw "
+                                                "base64; PNG, JPEG, WebP or GIF.")]
+RunId = Annotated[str, Field(description="A run id from evaluate_image.")]
+JUDGE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
+
+
+def register(mcp: MCPServer) -> None:
+    @mcp.tool(annotations=JUDGE)
+    @tool_errors
+    async def evaluate_image(
+        ctx: Context,
+        brief: Annotated[str, Field(description="What the image should show (the original brief).")],
+        images: Images,
+        prompt: Annotated[str | None, Field(description="The prompt the images were generated from.")] = None,
+        agent_ids: Annotated[list[str] | None, Field(description="Judges to use; default: all of them.")] = None,
+        run_id: Annotated[str | None, Field(description="Continue this run (its next iteration).")] = None,
+        max_iterations: Annotated[int | None, Field(description="The run's iteration budget (default 10).")] = None,
+    ) -> ImageEvaluation:
+        """Score images with the judge agents (weighted), rank them, and track the run's plateau."""
+        app = app_of(ctx)
+        return await app.images.evaluate_image(
+            organization_of(ctx), brief=brief, images=images, prompt=prompt, agent_ids=agent_ids, run_id=run_id,
+            max_iterations=max_iterations, client_for=lambda agent: app.model_for(ctx, agent.model),
+        )
+
+    @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
+    @tool_errors
+    async def get_run(ctx: Context, run_id: RunId) -> Annotated[CallToolResult, RunReport]:
+        """A run's iterations and plateau, with a PNG chart of best and mean aggregate per iteration."""
+        report = app_of(ctx).images.report(organization_of(ctx), run_id)
+        best = [it["best"] for it in report.iterations]
+        mean = [it["mean"] for it in report.iterations]
+        png = run_chart(best, mean, report.plateau.detected_at)  # type: ignore[arg-type]
+        return CallToolResult(
+            content=[TextContent(type="text", text=report.model_dump_json(indent=2)),
+                     ImageContent(type="image", data=base64.b64encode(png).decode(), mime_type="image/png")],
+            structured_content=report.model_dump(mode="json"),
+        )
+
+    @mcp.tool(annotations=JUDGE)
+    @tool_errors
+    async def optimize_prompt(
+        ctx: Context,
+        brief: str,
+        prompt: Annotated[str, Field(description="The current generation prompt.")],
+        run_id: Annotated[str | None, Field(description="Use the winner's evaluations from this run's last "
+                                                        "iteration.")] = None,
+        evaluations: Annotated[list[Evaluation] | None, Field(description="Or evaluations given directly.")] = None,
+    ) -> OptimizedPrompt:
+        """The next generation prompt: top issues fixed by severity and weight, what worked kept, and every
+        promptInstruction included verbatim (checked)."""
+        app = app_of(ctx)
+        return await app.images.optimize(organization_of(ctx), brief=brief, prompt=prompt, run_id=run_id,
+                                         evaluations=evaluations, client=app.model_for(ctx))
