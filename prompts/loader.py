@@ -1,7 +1,8 @@
 """The one loader for prompt assets: `prompts/assets/<id>/<version>.j2`, StrictUndefined.
 
-A template's first line may be a Jinja comment with its description:
-`{# description: ... #}`. Its arguments are the variables it uses.
+A template starts with Jinja comments that declare its metadata, one `{# key: value #}` each:
+`description` (shown to hosts as the MCP prompt's description) and, for judges that check their
+inputs, `input` (the name of the input schema). Its arguments are the variables it uses.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import jinja2
 import jinja2.meta
 
 _ID = re.compile(r"^[a-z0-9_]+(?:/[a-z0-9_]+)*@v[0-9]+$")
-_DESCRIPTION = re.compile(r"^\{#\s*description:\s*(.*?)\s*#\}", re.S)
+_META = re.compile(r"\{#\s*([a-z_]+):\s*(.*?)\s*#\}\s*", re.S)
 
 
 class PromptError(ValueError):
@@ -68,6 +69,7 @@ class PromptTemplate:
     description: str
     variables: tuple[str, ...]
     template: jinja2.Template
+    meta: dict[str, str]
 
     def render(self, **variables: Any) -> str:
         missing = [v for v in self.variables if v not in variables]
@@ -84,12 +86,17 @@ def load(prompt_id: str) -> PromptTemplate:
     env = _ENV
     source = _source(prompt_id)
     variables = tuple(sorted(jinja2.meta.find_undeclared_variables(env.parse(source))))
-    match = _DESCRIPTION.match(source)
+    meta: dict[str, str] = {}
+    pos = 0
+    while match := _META.match(source, pos):
+        meta[match.group(1)] = match.group(2)
+        pos = match.end()
     return PromptTemplate(
         id=prompt_id,
-        description=match.group(1) if match else prompt_id,
+        description=meta.get("description", prompt_id),
         variables=variables,
         template=env.get_template(prompt_id),
+        meta=meta,
     )
 
 

@@ -74,6 +74,8 @@ class Settings(BaseSettings):
     max_iterations: int = Field(default=10, ge=1, le=100)
     plateau_window: int = Field(default=3, ge=1)
     plateau_threshold: float = Field(default=0.02, ge=0, le=1)
+    pairwise_retries: int = Field(default=2, ge=0, le=10, description="Retries when a pairwise verdict is not "
+                                  "one of the accepted winners (the seed's retry budget).")
     parse_fallback_score: float | None = Field(
         default=None, ge=0, le=100,
         description="Opt-in: score given to a judge whose reply cannot be parsed (the seed used 50). Off by default.",

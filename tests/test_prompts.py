@@ -32,7 +32,8 @@ def test_missing_variable_fails_before_any_model_call(tmp_path: Path) -> None:
 
     from prompts.loader import PromptTemplate
 
-    t = PromptTemplate("x@v1", "", ("brief",), jinja2.Environment(undefined=jinja2.StrictUndefined).from_string("{{ brief }}"))
+    t = PromptTemplate("x@v1", "", ("brief",), jinja2.Environment(undefined=jinja2.StrictUndefined).from_string("{{ brief }}"),
+                       {})
     with pytest.raises(PromptError, match="needs brief"):
         t.render()
 

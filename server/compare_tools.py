@@ -1,0 +1,40 @@
+"""pairwise_compare: A/B judging with position swap, and VIEScore."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from judges.pairwise import CompareResult, compare
+
+from .context import app_of
+from .errors import tool_errors
+
+
+def register(mcp: MCPServer) -> None:
+    @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=False, open_world_hint=True))
+    @tool_errors
+    async def pairwise_compare(
+        ctx: Context,
+        instruction: Annotated[str, Field(description="The editing instruction (images) or the task (texts).")],
+        candidates: Annotated[list[str], Field(description="Two for pairwise, one or two for viescore: images "
+                                                           "(path, data: URI, base64) or texts.")],
+        input_image: Annotated[str | None, Field(description="The source image, when there is one.")] = None,
+        method: Literal["pairwise", "viescore"] = "pairwise",
+        swap: Annotated[bool, Field(description="Ask in both orders at once and check the verdict agrees.")] = True,
+        prompt_id: Annotated[str | None, Field(description="A prompt asset, e.g. "
+                                                           "vlm/assessment/visual_quality/viescore@v2.")] = None,
+        prompt_version: str | None = None,
+        candidate_type: Annotated[Literal["auto", "image", "text"], Field(
+            description="auto: images when every candidate is a data: URI, image base64 or an existing file.")] = "auto",
+    ) -> CompareResult:
+        """Which candidate is better (pairwise: Image A / Image B / Tie / Failed, with position-swap
+        consistency), or VIEScore scores for one or two images."""
+        app = app_of(ctx)
+        return await compare(app.model_for(ctx), instruction=instruction, candidates=candidates,
+                             input_image=input_image, method=method, swap=swap, prompt_id=prompt_id,
+                             prompt_version=prompt_version, candidate_type=candidate_type,
+                             policy=app.images.settings.policy, retries=app.settings.pairwise_retries)
