@@ -1,0 +1,329 @@
+"""The code judging loop (seed 003): gates → judge verdict (validated, consistent with the gates)
+→ fixer patch (validated, one repair round) → optional apply in a sandbox and re-run the gates."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+from pydantic import BaseModel, Field
+
+import prompts
+
+from .brief import ProjectBrief, build_project_brief
+from .errors import InputError
+from .gates import GateRun, GateSettings, Signals, SourceFile, discard, gate_score, run_gates, sandbox_from
+from .model import Message, ModelClient, ModelRequest, Usage
+from .parsing import JudgeModel, run_judge
+from .patches import ValidationReport, apply_patch, validate_patch
+
+DIMENSIONS = ("compilation", "tests_functional", "tests_edge", "types", "style", "security", "boundaries", "schema")
+
+
+class JudgeScores(JudgeModel):
+    compilation: float = Field(ge=0, le=1)
+    tests_functional: float = Field(ge=0, le=1)
+    tests_edge: float = Field(ge=0, le=1)
+    types: float = Field(ge=0, le=1)
+    style: float = Field(ge=0, le=1)
+    security: float = Field(ge=0, le=1)
+    boundaries: float | None = Field(default=None, ge=0, le=1)
+    schema_: float | None = Field(default=None, ge=0, le=1, alias="schema")
+
+
+class Explanations(JudgeModel):
+    root_cause: str
+    minimal_fix: str
+
+
+class FixStep(JudgeModel):
+    file: str
+    operation: Literal["edit", "add", "remove"]
+    brief: str
+
+
+class JudgeVerdict(JudgeModel):
+    """The seed's JudgeVerdict with validateJudgeVerdict's rules as validation."""
+
+    verdict: Literal["accept", "revise", "reject"]
+    scores: JudgeScores
+    explanations: Explanations
+    fix_plan: list[FixStep] = []
+
+
+class CodeVerdict(BaseModel):
+    verdict: Literal["accept", "revise", "reject"]
+    scores: dict[str, float | None]
+    explanations: dict[str, str]
+    fix_plan: list[dict[str, str]]
+    signals: Signals
+    status: Literal["ok", "no_model", "model_failed"] = Field(
+        description="ok: the model judged; no_model: gates only; model_failed: gates only, the model's failure in error")
+    gates: list[GateRun] = []
+    overrides: list[str] = Field(default=[], description="Where the gates overruled the model, and why.")
+    brief: ProjectBrief | None = None
+    error: str | None = None
+    raw_response: str | None = None
+    candidates: list[dict[str, Any]] | None = Field(default=None, description="Tournament reports, when candidates were given.")
+    winner_index: int | None = None
+    usage: Usage = Field(default_factory=Usage)
+
+
+def patch_summary(diff: str | None) -> list[dict[str, Any]]:
+    """[{path, added, removed}] from a unified diff."""
+    summary: dict[str, dict[str, Any]] = {}
+    current = None
+    for line in (diff or "").splitlines():
+        if line.startswith("+++ "):
+            name = line[4:].split("\t")[0].strip()
+            current = name[2:] if name.startswith(("a/", "b/")) else name
+            summary.setdefault(current, {"path": current, "added": 0, "removed": 0})
+        elif current and line.startswith("+") and not line.startswith("+++"):
+            summary[current]["added"] += 1
+        elif current and line.startswith("-") and not line.startswith("---"):
+            summary[current]["removed"] += 1
+    return list(summary.values())
+
+
+def make_judge_input(spec: str, brief: ProjectBrief, signals: Signals, diff: str | None,
+                     model_notes: str | None) -> dict[str, Any]:
+    """The seed's makeJudgeInput."""
+    data: dict[str, Any] = {"spec": spec, "brief": brief.model_dump(exclude={"naming"}), "signals": signals.model_dump()}
+    if diff:
+        data["patchSummary"] = patch_summary(diff)
+    if model_notes:
+        data["modelNotes"] = model_notes
+    return data
+
+
+def gate_dimensions(signals: Signals, runs: Sequence[GateRun]) -> dict[str, str]:
+    """Which score dimension each failed gate forces to 0, with the reason."""
+    failed: dict[str, str] = {}
+    by_name = {r.name: r for r in runs}
+    if signals.lintErrors or (by_name.get("lint") and not by_name["lint"].passed):
+        failed["style"] = f"{len(signals.lintErrors)} lint error(s)"
+    if any("syntax" in e.lower() for e in signals.lintErrors + signals.typeErrors):
+        failed["compilation"] = "syntax errors"
+    if signals.typeErrors or (by_name.get("types") and not by_name["types"].passed):
+        failed["types"] = f"{len(signals.typeErrors)} type error(s)"
+    tests = by_name.get("tests")
+    if signals.test.failed or (tests and not tests.passed and tests.exit_code != 5):
+        failed["tests_functional"] = f"{signals.test.failed} failing test(s)" + (" (timed out)" if tests and tests.timed_out else "")
+    if signals.boundaryErrors:
+        failed["boundaries"] = f"{len(signals.boundaryErrors)} import(s) against the inferred layers"
+    return failed
+
+
+def gates_only(signals: Signals, runs: Sequence[GateRun]) -> tuple[str, dict[str, float | None], list[dict[str, str]]]:
+    failed = gate_dimensions(signals, runs)
+    scores: dict[str, float | None] = {d: None for d in DIMENSIONS}
+    for dim in ("compilation", "tests_functional", "types", "style", "boundaries"):
+        scores[dim] = 0.0 if dim in failed else 1.0
+    return ("revise" if failed else "accept"), scores, [
+        {"file": "", "operation": "edit", "brief": f"fix {why} ({dim})"} for dim, why in failed.items()]
+
+
+async def judge(client: ModelClient | None, *, spec: str, sandbox: Path, signals: Signals, runs: list[GateRun],
+                brief: ProjectBrief, diff: str | None, model_notes: str | None) -> CodeVerdict:
+    """The verdict: the model's (validated, overruled where the gates disagree) or the gates' alone."""
+    verdict, scores, plan = gates_only(signals, runs)
+    base = dict(signals=signals, gates=runs, brief=brief)
+    if client is None:
+        return CodeVerdict(verdict=verdict, scores=scores, fix_plan=plan, status="no_model", **base,  # type: ignore[arg-type]
+                           explanations={"root_cause": "no model backend: verdict from the gates alone",
+                                         "minimal_fix": "; ".join(p["brief"] for p in plan) or "none needed"})
+    payload = json.dumps(make_judge_input(spec, brief, signals, diff, model_notes), indent=1)
+    request = ModelRequest(system=prompts.render("code/judge@v1"),
+                           messages=[Message.user(prompts.fence(payload, "judge_input") + "\n\nReturn the verdict JSON.")],
+                           temperature=0.0, max_tokens=2048)
+    judged = await run_judge(client, request, JudgeVerdict)
+    if judged.value is None:
+        assert judged.failure is not None
+        return CodeVerdict(verdict=verdict, scores=scores, fix_plan=plan, status="model_failed", **base,  # type: ignore[arg-type]
+                           explanations={"root_cause": "the model's verdict was unusable; verdict from the gates alone",
+                                         "minimal_fix": "; ".join(p["brief"] for p in plan) or "none needed"},
+                           error=f"{judged.failure.kind}: {judged.failure.message}",
+                           raw_response=judged.failure.raw_text, usage=judged.usage)
+    v = judged.value
+    model_scores: dict[str, float | None] = v.scores.model_dump(by_alias=True)
+    overrides = []
+    for dim, why in gate_dimensions(signals, runs).items():
+        if model_scores.get(dim) not in (0, 0.0):
+            overrides.append(f"{dim} set to 0: {why}")
+            model_scores[dim] = 0.0
+    final = v.verdict
+    if final == "accept" and gate_dimensions(signals, runs):
+        final = "revise"
+        overrides.append("verdict 'accept' overridden to 'revise': a gate failed")
+    return CodeVerdict(verdict=final, scores=model_scores, explanations=v.explanations.model_dump(),
+                       fix_plan=[s.model_dump() for s in v.fix_plan], status="ok", overrides=overrides,
+                       usage=judged.usage, **base)  # type: ignore[arg-type]
+
+
+async def gates_for(sandbox: Path, settings: GateSettings, gates: dict[str, list[str]] | None,
+                    run_gates_: bool) -> tuple[ProjectBrief, Signals, list[GateRun]]:
+    brief = await anyio.to_thread.run_sync(build_project_brief, sandbox)
+    if not run_gates_:
+        return brief, Signals(boundaryErrors=brief.boundaryErrors), []
+    signals, runs = await anyio.to_thread.run_sync(lambda: run_gates(sandbox, settings, gates, brief.boundaryErrors))
+    return brief, signals, runs
+
+
+async def tournament(candidates: Sequence[Sequence[SourceFile]], settings: GateSettings,
+                     gates: dict[str, list[str]] | None, parallel: int = 2) -> list[dict[str, Any]]:
+    """The seed's evaluateCandidates: gates per candidate, each in its own sandbox, concurrently (bounded)."""
+    limiter = anyio.CapacityLimiter(parallel)
+    reports: list[dict[str, Any]] = [{} for _ in candidates]
+
+    async def one(i: int) -> None:
+        async with limiter:
+            box = sandbox_from(None, candidates[i], [])
+            try:
+                _, signals, runs = await gates_for(box, settings, gates, True)
+                reports[i] = {"index": i, "score": round(gate_score(runs, signals), 4), "signals": signals.model_dump(),
+                              "gates": [r.model_dump() for r in runs]}
+            finally:
+                discard(box)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(candidates)):
+            tg.start_soon(one, i)
+    return reports
+
+
+class ProposedPatch(BaseModel):
+    patch: dict[str, Any]
+    validation: ValidationReport
+    rounds: int = Field(default=1, description="Judge/fix rounds run (apply_and_rejudge).")
+    attempts: int = Field(default=1, description="Fixer calls in the last round: 2 when the repair round was needed.")
+    applied: bool = False
+    signals: Signals | None = Field(default=None, description="The gates after applying in a sandbox copy.")
+    gates: list[GateRun] = []
+    status: Literal["ok", "invalid", "model_failed"] = "ok"
+    error: str | None = None
+    raw_response: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+
+
+class FixerPatch(JudgeModel):
+    ops: list[dict[str, Any]]
+
+
+def relevant_files(sandbox: Path, diagnostics: str, fix_plan: Sequence[dict[str, Any]], budget: int = 60_000) -> str:
+    """The text of the files the diagnostics and fix plan name (bounded), else the Python files."""
+    named = {p["file"] for p in fix_plan if p.get("file")}
+    named |= set(re.findall(r"([\w./-]+\.py)", diagnostics))
+    paths = [sandbox / n for n in sorted(named) if (sandbox / n).is_file()] or sorted(sandbox.rglob("*.py"))
+    out, used = [], 0
+    for path in paths:
+        rel = path.relative_to(sandbox).as_posix()
+        if rel.startswith("."):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if used + len(text) > budget:
+            break
+        used += len(text)
+        out.append(prompts.fence(f"# {rel}\n{text}", "file"))
+    return "\n".join(out)
+
+
+async def propose(client: ModelClient, *, spec: str, sandbox: Path, brief: ProjectBrief, diagnostics: str,
+                  fix_plan: Sequence[dict[str, Any]], max_ops: int = 50, max_bytes: int = 51200) -> ProposedPatch:
+    """FIXER_PROMPT → ops → validate against the sandbox → one repair round showing the errors."""
+    payload = json.dumps({"spec": spec, "brief": brief.model_dump(exclude={"naming"}), "fix_plan": list(fix_plan)},
+                         indent=1)
+    text = (prompts.fence(payload, "fixer_input") + "\n\n" + prompts.fence(diagnostics or "(none)", "diagnostics")
+            + "\n\n" + relevant_files(sandbox, diagnostics, fix_plan) + "\n\nReturn the patch JSON.")
+    messages = [Message.user(text)]
+    usage = Usage()
+    for round_ in (1, 2):
+        request = ModelRequest(system=prompts.render("code/fixer@v1"), messages=messages, temperature=0.0,
+                               max_tokens=4096)
+        judged = await run_judge(client, request, FixerPatch)
+        usage = usage + judged.usage
+        if judged.value is None:
+            assert judged.failure is not None
+            return ProposedPatch(patch={"ops": []}, validation=ValidationReport(ok=False, errors=[judged.failure.message]),
+                                 attempts=round_, status="model_failed", error=f"{judged.failure.kind}: {judged.failure.message}",
+                                 raw_response=judged.failure.raw_text, usage=usage)
+        patch = {"ops": judged.value.ops}
+        report = validate_patch(patch, sandbox, max_ops=max_ops, max_bytes=max_bytes)
+        if report.ok or round_ == 2:
+            return ProposedPatch(patch=patch, validation=report, attempts=round_, status="ok" if report.ok else "invalid",
+                                 usage=usage)
+        messages = [*messages, Message.assistant(judged.raw_text),
+                    Message.user("The patch does not validate against the files:\n- " + "\n- ".join(report.errors)
+                                 + "\nReturn a corrected patch JSON; copy every find text exactly from the files.")]
+    raise AssertionError("unreachable")
+
+
+def diagnostics_text(signals: Signals) -> str:
+    return "\n".join([*signals.lintErrors, *signals.typeErrors, *signals.test.details, *signals.boundaryErrors])
+
+
+async def judge_code(client: ModelClient | None, *, spec: str, root: str | Path | None, files: Sequence[SourceFile] | None,
+                     diff: str | None, run_gates_: bool, gates: dict[str, list[str]] | None, model_notes: str | None,
+                     candidates: Sequence[Sequence[SourceFile]] | None, allowed_roots: Sequence[Path],
+                     settings: GateSettings) -> CodeVerdict:
+    """Gates on a sandbox copy (never the caller's tree), then the verdict; with candidates, the
+    tournament first and the winner judged."""
+    reports = None
+    winner = None
+    if candidates:
+        if root is not None or files is not None:
+            raise InputError("give candidates alone, or root/files, not both")
+        reports = await tournament(candidates, settings, gates)
+        winner = max(range(len(reports)), key=lambda i: (reports[i]["score"], -i))
+        files, root = candidates[winner], None
+    sandbox = sandbox_from(root, files, allowed_roots)
+    try:
+        brief, signals, runs = await gates_for(sandbox, settings, gates, run_gates_)
+        verdict = await judge(client, spec=spec, sandbox=sandbox, signals=signals, runs=runs, brief=brief, diff=diff,
+                              model_notes=model_notes)
+    finally:
+        discard(sandbox)
+    verdict.candidates, verdict.winner_index = reports, winner
+    return verdict
+
+
+async def propose_patch(client: ModelClient, *, spec: str, root: str | Path | None, files: Sequence[SourceFile] | None,
+                        diagnostics: str | None, fix_plan: Sequence[dict[str, Any]] | None, max_rounds: int,
+                        apply_and_rejudge: bool, allowed_roots: Sequence[Path], settings: GateSettings) -> ProposedPatch:
+    """The fixer; with apply_and_rejudge, each round's patch is applied to a sandbox copy and the gates
+    run again, until they pass or max_rounds is reached. The returned patch holds every round's ops."""
+    if not 1 <= max_rounds <= 5:
+        raise InputError(f"max_rounds must be between 1 and 5 (got {max_rounds})")
+    sandbox = sandbox_from(root, files, allowed_roots)
+    try:
+        brief = await anyio.to_thread.run_sync(build_project_brief, sandbox)
+        if diagnostics is None:
+            signals, _ = await anyio.to_thread.run_sync(lambda: run_gates(sandbox, settings, None, brief.boundaryErrors))
+            diagnostics = diagnostics_text(signals)
+        ops: list[dict[str, Any]] = []
+        usage = Usage()
+        result: ProposedPatch | None = None
+        for round_ in range(1, max_rounds + 1):
+            result = await propose(client, spec=spec, sandbox=sandbox, brief=brief, diagnostics=diagnostics,
+                                   fix_plan=fix_plan or [])
+            usage = usage + result.usage
+            if result.status != "ok":
+                break
+            ops += result.patch["ops"]
+            if not apply_and_rejudge:
+                break
+            await anyio.to_thread.run_sync(apply_patch, result.patch, sandbox)
+            signals, runs = await anyio.to_thread.run_sync(lambda: run_gates(sandbox, settings, None, brief.boundaryErrors))
+            result.applied, result.signals, result.gates = True, signals, runs
+            if all(r.passed for r in runs) or round_ == max_rounds:
+                break
+            diagnostics = diagnostics_text(signals)
+        assert result is not None
+        result.patch = {"ops": ops} if ops else result.patch
+        result.rounds, result.usage = round_, usage
+        return result
+    finally:
+        discard(sandbox)
