@@ -11,7 +11,15 @@ from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument
 
 import prompts
 
-from . import agent_tools, code_tools, compare_tools, guideline_tools, image_tools, patch_tools
+from . import (
+    agent_tools,
+    analysis_tools,
+    code_tools,
+    compare_tools,
+    guideline_tools,
+    image_tools,
+    patch_tools,
+)
 from .context import AppContext, open_app
 from .settings import Settings
 
@@ -76,6 +84,7 @@ def create_server(settings: Settings, *, http_auth: bool = False, base_url: str 
     compare_tools.register(mcp)
     patch_tools.register(mcp)
     code_tools.register(mcp)
+    analysis_tools.register(mcp)
     for prompt_id in prompts.list_templates():
         mcp.add_prompt(_prompt_asset(prompt_id))
     return mcp

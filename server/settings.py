@@ -74,6 +74,8 @@ class Settings(BaseSettings):
     max_iterations: int = Field(default=10, ge=1, le=100)
     plateau_window: int = Field(default=3, ge=1)
     plateau_threshold: float = Field(default=0.02, ge=0, le=1)
+    analysis_categories_dir: Path | None = Field(
+        default=None, description="Extra evaluate_analysis categories: <dir>/<name>/{system.j2,user.j2,spec.json}.")
     gate_timeout_s: float = Field(default=120.0, gt=0, description="Wall-clock limit of one quality gate.")
     pairwise_retries: int = Field(default=2, ge=0, le=10, description="Retries when a pairwise verdict is not "
                                   "one of the accepted winners (the seed's retry budget).")

@@ -1,0 +1,408 @@
+"""Evaluation of JSON analyses (seed 004): deterministic checks D-1..D-5 first, fail-fast; then LLM
+rubric categories, one model call per category returning one check per criterion."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import jinja2
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
+
+import prompts
+
+from .errors import InputError
+from .model import Message, ModelClient, ModelRequest, Usage
+from .parsing import JudgeModel, run_judge
+
+Rating = Literal["poor", "sufficient", "impressive"]
+
+
+class Evaluated(BaseModel):
+    field: str
+    value: Any = None
+
+
+class Check(BaseModel):
+    """The seed's standardized check."""
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+    check_name: str
+    description: str
+    inputs_evaluated: list[Evaluated] = []
+    passed: bool = Field(validation_alias=AliasChoices("pass", "passed"), serialization_alias="pass")
+    rationale: str
+    rating: Rating | None = None
+    data: Any = None
+    error: str | None = None
+
+
+# --- the default company-analysis configuration ---------------------------------------------
+
+DEFAULT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": ["company_name", "website_url", "product_overview", "market", "insights", "discovery_questions"],
+    "properties": {
+        "company_name": {"type": "string", "minLength": 1},
+        "website_url": {"type": "string"},
+        "product_overview": {
+            "type": "object",
+            "required": ["summary", "key_features", "target_customers", "value_proposition"],
+            "properties": {
+                "summary": {"type": "string"},
+                "key_features": {"type": "array", "items": {"type": "string"}},
+                "target_customers": {"type": "string"},
+                "value_proposition": {"type": "string"},
+            },
+        },
+        "market": {
+            "type": "object",
+            "required": ["industry", "competitors"],
+            "properties": {"industry": {"type": "string"}, "competitors": {"type": "array", "items": {"type": "string"}}},
+        },
+        "insights": {"type": "array", "items": {"type": "string"}},
+        "risks": {"type": "array", "items": {"type": "string"}},
+        "discovery_questions": {"type": "array", "items": {"type": "string"}},
+    },
+}
+DEFAULT_CARDINALITY: dict[str, tuple[int, int]] = {
+    "product_overview.key_features": (3, 5), "market.competitors": (3, 5), "insights": (3, 5),
+    "discovery_questions": (3, 5),
+}
+DEFAULT_INSIGHT_FIELDS = ["insights"]
+DETERMINISTIC = {"D-1": "json_validation", "D-2": "schema_compliance", "D-3": "format_compliance",
+                 "D-4": "field_cardinality", "D-5": "url_preservation"}
+KEY_VALUE = re.compile(r"^[^:\n]{1,80}:\s+\S")
+
+
+def _get(data: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(data, dict) or part not in data:
+            return None
+        data = data[part]
+    return data
+
+
+def populated(value: Any) -> bool:
+    """Populated: not null, not an empty (or blank) string, not an empty list or object."""
+    if value is None:
+        return False
+    if isinstance(value, str):
+        return bool(value.strip())
+    if isinstance(value, list | dict):
+        return bool(value)
+    return True
+
+
+def schema_fields(schema: dict[str, Any], prefix: str = "") -> list[str]:
+    """Every property path the schema declares, nested objects included (an array is one field)."""
+    paths = []
+    for name, sub in (schema.get("properties") or {}).items():
+        path = f"{prefix}{name}"
+        if isinstance(sub, dict) and sub.get("type") == "object" and sub.get("properties"):
+            paths += schema_fields(sub, path + ".")
+        else:
+            paths.append(path)
+    return paths
+
+
+def d1_json_validation(analysis: Any) -> Check:
+    name, desc = "json_validation", "Output is properly formatted JSON"
+    if isinstance(analysis, dict | list):
+        return Check(check_name=name, description=desc, passed=True, data=analysis,
+                     rationale="The analysis was given as a JSON value.",
+                     inputs_evaluated=[Evaluated(field="analysis", value="(object)")])
+    text = str(analysis)
+    note = ""
+    fence = re.fullmatch(r"\s*```[a-zA-Z]*\n(.*)\n```\s*", text, re.S)
+    if fence:
+        text, note = fence.group(1), " One surrounding code fence was stripped first."
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return Check(check_name=name, description=desc, passed=False,
+                     rationale=f"The output is not strict JSON: {exc}.{note}",
+                     inputs_evaluated=[Evaluated(field="analysis", value=text[:200])])
+    return Check(check_name=name, description=desc, passed=True, data=data,
+                 rationale=f"The output parses as strict JSON.{note}",
+                 inputs_evaluated=[Evaluated(field="analysis", value=text[:200])])
+
+
+def d2_schema_compliance(data: Any, schema: dict[str, Any], threshold: float = 0.9) -> Check:
+    import jsonschema
+
+    name, desc = "schema_compliance", f"Output matches the schema and at least {threshold:.0%} of fields are populated"
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    fields = schema_fields(schema)
+    filled = [f for f in fields if populated(_get(data, f))]
+    ratio = len(filled) / len(fields) if fields else 1.0
+    problems = [f"{'.'.join(map(str, e.absolute_path)) or '(top level)'}: {e.message}" for e in errors[:10]]
+    passed = not errors and ratio >= threshold
+    empty = [f for f in fields if f not in filled]
+    rationale = (f"{len(errors)} schema violation(s){': ' + '; '.join(problems) if problems else ''}. "
+                 f"{len(filled)} of {len(fields)} fields populated ({ratio:.0%})"
+                 + (f"; empty: {', '.join(empty[:10])}." if empty else "."))
+    return Check(check_name=name, description=desc, passed=passed, rationale=rationale,
+                 data={"populated_ratio": round(ratio, 4), "violations": problems},
+                 inputs_evaluated=[Evaluated(field=f, value=_get(data, f)) for f in empty[:10]])
+
+
+def d3_format_compliance(data: Any, insight_fields: Sequence[str]) -> Check:
+    name, desc = "format_compliance", "Insight fields follow 'Key: Value'"
+    bad, seen = [], 0
+    for path in insight_fields:
+        value = _get(data, path)
+        items = value if isinstance(value, list) else [value] if value is not None else []
+        for i, item in enumerate(items):
+            seen += 1
+            if not isinstance(item, str) or not KEY_VALUE.match(item):
+                bad.append(Evaluated(field=f"{path}[{i}]", value=item))
+    rationale = (f"All {seen} insight entries follow 'Key: Value'." if not bad else
+                 f"{len(bad)} of {seen} insight entries do not follow 'Key: Value', e.g. {bad[0].value!r}.")
+    return Check(check_name=name, description=desc, passed=not bad, rationale=rationale, inputs_evaluated=bad[:10])
+
+
+def d4_field_cardinality(data: Any, cardinality: dict[str, tuple[int, int]]) -> Check:
+    name, desc = "field_cardinality", "Array fields contain the expected number of items"
+    bad = []
+    for path, (low, high) in cardinality.items():
+        value = _get(data, path)
+        count = len(value) if isinstance(value, list) else None
+        if count is None or not low <= count <= high:
+            bad.append(Evaluated(field=path, value=f"{count if count is not None else 'no array'} (expected {low}–{high})"))
+    rationale = ("Every array holds the expected number of items." if not bad else
+                 "; ".join(f"{e.field}: {e.value}" for e in bad) + ".")
+    return Check(check_name=name, description=desc, passed=not bad, rationale=rationale, inputs_evaluated=bad)
+
+
+def normalize_url(url: str) -> str:
+    """Scheme and host lower-cased, www. and default ports dropped, no fragment, no trailing slash."""
+    raw = url.strip()
+    parts = urllib.parse.urlsplit(raw if "://" in raw else "https://" + raw)
+    host = (parts.hostname or "").lower().removeprefix("www.")
+    port = f":{parts.port}" if parts.port and parts.port not in (80, 443) else ""
+    path = parts.path.rstrip("/")
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{host}{port}{path}{query}"
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def d5_url_preservation(data: Any, input_url: str | None) -> Check:
+    name, desc = "url_preservation", "The input URL is preserved in the output"
+    if not input_url:
+        return Check(check_name=name, description=desc, passed=True, rationale="Skipped: no input_url was given.")
+    want = normalize_url(input_url)
+    found = [u for s in _strings(data) for u in re.findall(r"(?:https?://)?[\w.-]+\.[a-z]{2,}[^\s\"'<>)]*", s, re.I)
+             if normalize_url(u) == want]
+    return Check(check_name=name, description=desc, passed=bool(found),
+                 rationale=(f"The output contains {found[0]!r}, which normalises to {want!r}." if found else
+                            f"No URL in the output normalises to {want!r}."),
+                 inputs_evaluated=[Evaluated(field="input_url", value=input_url)])
+
+
+# --- LLM categories -------------------------------------------------------------------------
+
+class Criterion(BaseModel):
+    name: str
+    description: str
+
+
+class PassRule(BaseModel):
+    min_sufficient: int | Literal["all"] = "all"
+    min_impressive: int = 0
+
+
+class CategorySpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    criteria: list[Criterion] = Field(min_length=1)
+    pass_rule: PassRule = Field(default_factory=PassRule)
+
+
+BUILTIN: dict[str, CategorySpec] = {
+    "general_quality": CategorySpec(criteria=[
+        Criterion(name="evidence_support", description="Claims properly supported by evidence or marked as assumptions"),
+        Criterion(name="context_handling", description="Appropriate incorporation/ignoring of user context based on type"),
+        Criterion(name="content_distinctness", description="Sections provide unique value without excessive duplication"),
+    ], pass_rule=PassRule(min_sufficient="all")),
+    "founder_resonance": CategorySpec(criteria=[
+        Criterion(name="industry_sophistication",
+                  description="Nuanced understanding of industry dynamics and competitive landscape"),
+        Criterion(name="strategic_depth", description="Non-obvious strategic implications and opportunities"),
+        Criterion(name="authentic_voice_capture", description="Company's unique positioning vs generic business-speak"),
+        Criterion(name="actionable_specificity",
+                  description="Insights specific to company that lead to valuable discovery questions"),
+    ], pass_rule=PassRule(min_sufficient=3, min_impressive=1)),
+}
+
+
+def category_passes(ratings: Sequence[Rating | None], rule: PassRule) -> bool:
+    good = sum(r in ("sufficient", "impressive") for r in ratings)
+    needed = len(ratings) if rule.min_sufficient == "all" else rule.min_sufficient
+    return good >= needed and sum(r == "impressive" for r in ratings) >= rule.min_impressive
+
+
+@dataclass(frozen=True)
+class Category:
+    name: str
+    spec: CategorySpec
+    system: jinja2.Template | str  # a prompt id, or a user template
+    user: jinja2.Template | str
+
+
+def load_category(name: str, custom_dir: Path | None) -> Category:
+    """A built-in category (prompt assets analysis/{system,user}/<name>@v1) or one from the custom directory:
+    <dir>/<name>/system.j2, user.j2 and spec.json ({criteria: [{name, description}], pass_rule})."""
+    if not re.fullmatch(r"[a-z0-9_]+", name):
+        raise InputError(f"category name {name!r} must be lower-case letters, digits and _")
+    if custom_dir is not None and (custom_dir / name).is_dir():
+        folder = custom_dir / name
+        try:
+            spec = CategorySpec.model_validate_json((folder / "spec.json").read_text(encoding="utf-8"))
+            env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+            env.filters["fence"] = prompts.fence
+            return Category(name, spec, env.from_string((folder / "system.j2").read_text(encoding="utf-8")),
+                            env.from_string((folder / "user.j2").read_text(encoding="utf-8")))
+        except (OSError, ValueError, jinja2.TemplateError) as exc:
+            raise InputError(f"category {name!r} in {folder} is incomplete or invalid: {exc}") from None
+    if name in BUILTIN:
+        return Category(name, BUILTIN[name], f"analysis/system/{name}@v1", f"analysis/user/{name}@v1")
+    known = sorted({*BUILTIN, *(p.name for p in custom_dir.iterdir() if p.is_dir())} if custom_dir and custom_dir.is_dir()
+                   else BUILTIN)
+    raise InputError(f"unknown LLM judge category {name!r}; known: {', '.join(known)} "
+                     "(add your own in JUDGE_MCP_ANALYSIS_CATEGORIES_DIR)")
+
+
+def _render(template: jinja2.Template | str, variables: dict[str, Any]) -> str:
+    if isinstance(template, str):
+        return prompts.render(template, **variables)
+    try:
+        return template.render(**variables).strip()
+    except jinja2.UndefinedError as exc:
+        raise InputError(f"custom category template: {exc}") from None
+
+
+class CriterionReply(JudgeModel):
+    rating: Rating
+    rationale: str
+    inputs_evaluated: list[Evaluated] = []
+
+
+def _reply_model(spec: CategorySpec) -> type[BaseModel]:
+    fields: dict[str, Any] = {c.name: (CriterionReply, ...) for c in spec.criteria}
+    return create_model("CategoryReply", **fields)
+
+
+async def run_category(client: ModelClient, category: Category, variables: dict[str, Any],
+                       usage: list[Usage]) -> tuple[bool, dict[str, Check]]:
+    spec = category.spec
+    context = {**variables, "criteria": [c.model_dump() for c in spec.criteria]}
+    request = ModelRequest(system=_render(category.system, context),
+                           messages=[Message.user(_render(category.user, context))], temperature=0.0, max_tokens=2048)
+    judged = await run_judge(client, request, _reply_model(spec))
+    usage.append(judged.usage)
+    checks: dict[str, Check] = {}
+    if judged.value is None:
+        assert judged.failure is not None
+        why = f"{judged.failure.kind}: {judged.failure.message}"
+        for c in spec.criteria:
+            checks[c.name] = Check(check_name=c.name, description=c.description, passed=False, error=why,
+                                   rationale=f"The {category.name} judge gave no usable answer ({why}).")
+        return False, checks
+    for c in spec.criteria:
+        reply: CriterionReply = getattr(judged.value, c.name)
+        checks[c.name] = Check(check_name=c.name, description=c.description, rating=reply.rating,
+                               passed=reply.rating in ("sufficient", "impressive"), rationale=reply.rationale,
+                               inputs_evaluated=reply.inputs_evaluated)
+    return category_passes([ch.rating for ch in checks.values()], spec.pass_rule), checks
+
+
+class CategoryResult(BaseModel):
+    passed: bool
+    checks: dict[str, Check]
+
+
+class AnalysisUsage(BaseModel):
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class AnalysisResult(BaseModel):
+    passed: bool = Field(description="True only when every check passes.")
+    checks: list[Check]
+    categories: dict[str, CategoryResult] = {}
+    stopped_at: str | None = Field(default=None, description="The deterministic check that failed and stopped the run.")
+    usage: AnalysisUsage = Field(default_factory=AnalysisUsage)
+
+
+async def evaluate_analysis(
+    client_for: Any, *, analysis: Any, input_url: str | None = None, user_context: str | None = None,
+    context_type: str | None = None, schema: dict[str, Any] | None = None,
+    cardinality: dict[str, tuple[int, int]] | None = None, insight_fields: Sequence[str] | None = None,
+    deterministic_checks: Sequence[str] = tuple(DETERMINISTIC), llm_judges: Sequence[str] = tuple(BUILTIN),
+    custom_dir: Path | None = None,
+) -> AnalysisResult:
+    """D-checks in the given order, stopping at the first failure; then the LLM categories, concurrently."""
+    unknown = [d for d in deterministic_checks if d not in DETERMINISTIC]
+    if unknown:
+        raise InputError(f"unknown deterministic checks {unknown}; use {', '.join(DETERMINISTIC)}")
+    categories = [load_category(n, custom_dir) for n in dict.fromkeys(llm_judges)]  # checked before any work
+    if "D-1" not in deterministic_checks and not isinstance(analysis, dict | list):
+        deterministic_checks = ["D-1", *deterministic_checks]  # later checks need the parsed JSON
+    checks: list[Check] = []
+    data: Any = analysis
+    for key in deterministic_checks:
+        if key == "D-1":
+            check = d1_json_validation(analysis)
+            data = check.data
+        elif key == "D-2":
+            check = d2_schema_compliance(data, schema or DEFAULT_SCHEMA)
+        elif key == "D-3":
+            check = d3_format_compliance(data, insight_fields if insight_fields is not None else DEFAULT_INSIGHT_FIELDS)
+        elif key == "D-4":
+            check = d4_field_cardinality(data, cardinality if cardinality is not None else DEFAULT_CARDINALITY)
+        else:
+            check = d5_url_preservation(data, input_url)
+        checks.append(check)
+        if not check.passed:
+            return AnalysisResult(passed=False, checks=checks, stopped_at=f"{key} {check.check_name}")
+    results: dict[str, CategoryResult] = {}
+    usage: list[Usage] = []
+    if categories:
+        client = client_for()
+        variables = {"analysis": json.dumps(data, indent=1, ensure_ascii=False), "user_context": user_context or "(none)",
+                     "context_type": context_type or "unspecified",
+                     "product_overview": json.dumps(_get(data, "product_overview"), indent=1, ensure_ascii=False)}
+
+        async def one(category: Category) -> None:
+            passed, category_checks = await run_category(client, category, variables, usage)
+            results[category.name] = CategoryResult(passed=passed, checks=category_checks)
+
+        async with anyio.create_task_group() as tg:
+            for category in categories:
+                tg.start_soon(one, category)
+    ordered = {c.name: results[c.name] for c in categories}
+    all_checks = checks + [ch for r in ordered.values() for ch in r.checks.values()]
+    total = sum(usage, Usage())
+    return AnalysisResult(passed=all(c.passed for c in all_checks), checks=all_checks, categories=ordered,
+                          usage=AnalysisUsage(model_calls=len(usage), input_tokens=total.input_tokens,
+                                              output_tokens=total.output_tokens))

@@ -1,0 +1,53 @@
+"""evaluate_analysis: deterministic checks D-1..D-5 first, then LLM rubric categories."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from judges.analysis import BUILTIN, DETERMINISTIC, AnalysisResult, evaluate_analysis
+from judges.errors import InputError
+
+from .context import app_of
+from .errors import tool_errors
+
+
+def register(mcp: MCPServer) -> None:
+    @mcp.tool(name="evaluate_analysis",
+              annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=False, open_world_hint=True))
+    @tool_errors
+    async def evaluate_analysis_tool(
+        ctx: Context,
+        analysis: Annotated[str | dict[str, Any], Field(description="The analysis: JSON text (one code fence is "
+                                                                    "stripped) or a JSON object.")],
+        input_url: Annotated[str | None, Field(description="The URL the analysis is about (D-5).")] = None,
+        user_context: str | None = None,
+        context_type: Annotated[str | None, Field(description="e.g. authoritative, background, irrelevant.")] = None,
+        schema: Annotated[dict[str, Any] | None, Field(description="JSON Schema for D-2; default: the company "
+                                                                   "analysis schema.")] = None,
+        cardinality: Annotated[dict[str, list[int]] | None, Field(description="D-4: {dotted.path: [min, max]}.")] = None,
+        insight_fields: Annotated[list[str] | None, Field(description="D-3: dotted paths of 'Key: Value' "
+                                                                      "fields.")] = None,
+        deterministic_checks: list[str] = list(DETERMINISTIC),  # noqa: B006 (a default the schema shows)
+        llm_judges: list[str] = list(BUILTIN),  # noqa: B006
+    ) -> AnalysisResult:
+        """D-1 json_validation, D-2 schema_compliance, D-3 format_compliance, D-4 field_cardinality and
+        D-5 url_preservation in order, stopping at the first failure; then one model call per LLM category.
+        `passed` only when every check passes."""
+        app = app_of(ctx)
+        bounds = None
+        if cardinality is not None:
+            bounds = {}
+            for path, pair in cardinality.items():
+                if len(pair) != 2 or pair[0] > pair[1]:
+                    raise InputError(f"cardinality[{path!r}] must be [min, max] with min <= max")
+                bounds[path] = (pair[0], pair[1])
+        return await evaluate_analysis(
+            lambda: app.model_for(ctx), analysis=analysis, input_url=input_url, user_context=user_context,
+            context_type=context_type, schema=schema, cardinality=bounds, insight_fields=insight_fields,
+            deterministic_checks=deterministic_checks, llm_judges=llm_judges,
+            custom_dir=app.settings.analysis_categories_dir,
+        )
