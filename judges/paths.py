@@ -14,15 +14,21 @@ def inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
 
-def resolve_root(root: str | os.PathLike[str], allowed: Sequence[Path]) -> Path:
-    """A directory the caller named, real path resolved, that must lie inside one of `allowed`."""
-    text = os.fspath(root)
+def _allowed(path: str | os.PathLike[str], allowed: Sequence[Path], what: str) -> tuple[str, Path]:
+    """The real location of a caller-named path, which must lie inside one of `allowed`."""
+    text = os.fspath(path)
     if not text or "\x00" in text:
-        raise InputError("root must be a non-empty directory path without NUL bytes")
+        raise InputError(f"{what} must be a non-empty path without NUL bytes")
     real = Path(os.path.realpath(Path(text).expanduser()))
     if not any(inside(real, Path(os.path.realpath(a))) for a in allowed):
         shown = ", ".join(str(a) for a in allowed)
-        raise InputError(f"root {text!r} is outside the allowed roots ({shown}); set JUDGE_MCP_ALLOWED_ROOTS to allow it")
+        raise InputError(f"{what} {text!r} is outside the allowed roots ({shown}); set JUDGE_MCP_ALLOWED_ROOTS to allow it")
+    return text, real
+
+
+def resolve_root(root: str | os.PathLike[str], allowed: Sequence[Path]) -> Path:
+    """A directory the caller named, real path resolved, that must lie inside one of `allowed`."""
+    text, real = _allowed(root, allowed, "root")
     if not real.is_dir():
         raise InputError(f"root {text!r} is not an existing directory")
     return real
@@ -30,13 +36,7 @@ def resolve_root(root: str | os.PathLike[str], allowed: Sequence[Path]) -> Path:
 
 def resolve_file(path: str | os.PathLike[str], allowed: Sequence[Path]) -> Path:
     """A file the caller named by absolute or relative path, that must lie inside one of `allowed`."""
-    text = os.fspath(path)
-    if not text or "\x00" in text:
-        raise InputError("path must be non-empty and without NUL bytes")
-    real = Path(os.path.realpath(Path(text).expanduser()))
-    if not any(inside(real, Path(os.path.realpath(a))) for a in allowed):
-        shown = ", ".join(str(a) for a in allowed)
-        raise InputError(f"path {text!r} is outside the allowed roots ({shown}); set JUDGE_MCP_ALLOWED_ROOTS to allow it")
+    text, real = _allowed(path, allowed, "path")
     if not real.is_file():
         raise InputError(f"path {text!r} is not an existing file")
     return real

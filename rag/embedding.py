@@ -15,10 +15,11 @@ import json
 import logging
 import os
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
+
+from .warmup import warm_in_background
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,6 @@ class _Lazy:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loaded: Any = None
-        self._error: BaseException | None = None
 
     def _load(self) -> Any:
         raise NotImplementedError
@@ -63,19 +63,7 @@ class _Lazy:
 
     def warm(self, delay_s: float = 0.0) -> threading.Thread:
         """Load in a background thread, after `delay_s` (so a host's `initialize` is answered first)."""
-
-        def run() -> None:
-            if delay_s:
-                time.sleep(delay_s)
-            try:
-                self.loaded()
-            except BaseException as exc:  # reported when the model is first needed
-                self._error = exc
-                log.warning("embedding model warm-up failed: %s", exc)
-
-        thread = threading.Thread(target=run, name="embedding-warmup", daemon=True)
-        thread.start()
-        return thread
+        return warm_in_background("embedding model", self.loaded, delay_s)
 
 
 class SentenceTransformerEmbedder(_Lazy):

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import logging
 import re
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,8 +19,7 @@ from urllib.parse import urlparse
 
 from .chunking import Chunk
 from .embedding import Embedder, make_embedder
-
-log = logging.getLogger(__name__)
+from .warmup import warm_in_background
 
 
 class StoreError(RuntimeError):
@@ -128,18 +125,7 @@ class GuidelineStore:
 
     def warm(self, delay_s: float = 0.0) -> threading.Thread:
         """Import chromadb and open the client in the background (~2 s otherwise paid by the first upload)."""
-
-        def run() -> None:
-            if delay_s:
-                time.sleep(delay_s)
-            try:
-                self._chroma()
-            except Exception as exc:  # reported again when the store is first used
-                log.warning("guideline store warm-up failed: %s", exc)
-
-        thread = threading.Thread(target=run, name="chroma-warmup", daemon=True)
-        thread.start()
-        return thread
+        return warm_in_background("guideline store", self._chroma, delay_s)
 
     def _collection(self, agent_id: str, create: bool) -> Any:
         known = self._collections.get(agent_id)

@@ -11,20 +11,11 @@ from mcp import Client
 from judges.database import Database
 from server.app import create_server
 from tests.conftest import make_settings
+from tests.mcp_helpers import call, error_of
 
 pytestmark = pytest.mark.anyio
 
 
-async def call(client: Any, tool: str, **args: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content  # type: ignore[no-any-return]
-
-
-async def error_of(client: Any, tool: str, **args: Any) -> str:
-    result = await client.call_tool(tool, args)
-    assert result.is_error
-    return result.content[0].text  # type: ignore[no-any-return]
 
 
 async def test_every_agent_tool_has_input_and_output_schema(client: Any) -> None:

@@ -16,17 +16,13 @@ from mcp import Client
 
 from server.app import create_server
 from tests.conftest import make_settings
-from tests.test_guideline_tools import BRAND, call, new_agent
+from tests.mcp_helpers import call, free_port
+from tests.test_guideline_tools import BRAND, new_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 CHROMA = Path(sys.executable).with_name("chroma")
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from judges.gates import GateSettings, run_gates, sandbox_from
 from server.app import create_server
 from server.settings import Settings
 from tests.fake_model_server import FakeModelServer, Scripted
+from tests.mcp_helpers import call
 
 pytestmark = pytest.mark.anyio
 
@@ -51,11 +52,6 @@ def tree_hash(root: Path) -> dict[str, str]:
 def project(tmp_path: Path) -> Path:
     return make_project(tmp_path / "home" / "shop-project")
 
-
-async def call(c: Any, tool: str, **args: Any) -> dict[str, Any]:
-    result = await c.call_tool(tool, args)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content  # type: ignore[no-any-return]
 
 
 async def test_signals_name_exactly_the_planted_errors_and_no_model_gives_a_gates_verdict(

@@ -14,22 +14,13 @@ from mcp import Client
 
 from server.app import create_server
 from tests.conftest import corpus, make_settings
+from tests.mcp_helpers import call, error_of
 
 pytestmark = pytest.mark.anyio
 
 BRAND = "Our brand blue is HEX#488EFF. Never stretch the logo. Keep clear space around it equal to the logo height."
 
 
-async def call(c: Any, tool: str, **args: Any) -> dict[str, Any]:
-    result = await c.call_tool(tool, args)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content  # type: ignore[no-any-return]
-
-
-async def error_of(c: Any, tool: str, **args: Any) -> str:
-    result = await c.call_tool(tool, args)
-    assert result.is_error
-    return result.content[0].text  # type: ignore[no-any-return]
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from server.app import create_server
 from server.settings import Settings
 from tests.conftest import make_settings
 from tests.fake_model_server import FakeModelServer, Recorded, Scripted
+from tests.mcp_helpers import call, error_of
 
 pytestmark = pytest.mark.anyio
 
@@ -51,16 +52,6 @@ def user_text(rec: Recorded) -> str:
     return "".join(p.get("text", "") for p in rec.body["messages"][-1]["content"] if isinstance(p, dict))
 
 
-async def call(c: Any, tool: str, **args: Any) -> dict[str, Any]:
-    result = await c.call_tool(tool, args)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content  # type: ignore[no-any-return]
-
-
-async def error_of(c: Any, tool: str, **args: Any) -> str:
-    result = await c.call_tool(tool, args)
-    assert result.is_error
-    return result.content[0].text  # type: ignore[no-any-return]
 
 
 @pytest.fixture

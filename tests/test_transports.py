@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import MODEL_CACHE
+from tests.mcp_helpers import free_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -55,11 +56,6 @@ def test_stdout_carries_only_protocol_messages(tmp_path: Path) -> None:
     assert [r.get("id") for r in replies] == [1, 2]
     assert "judge-mcp ready" in proc.stderr
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture

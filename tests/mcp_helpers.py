@@ -1,0 +1,26 @@
+"""Helpers shared by the tool tests."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+
+async def call(client: Any, tool: str, **args: Any) -> dict[str, Any]:
+    """The structured result of a tool call that must succeed."""
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content  # type: ignore[no-any-return]
+
+
+async def error_of(client: Any, tool: str, **args: Any) -> str:
+    """The message of a tool call that must fail."""
+    result = await client.call_tool(tool, args)
+    assert result.is_error
+    return result.content[0].text  # type: ignore[no-any-return]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
