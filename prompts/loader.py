@@ -68,17 +68,23 @@ class PromptTemplate:
     id: str
     description: str
     variables: tuple[str, ...]
-    template: jinja2.Template
+    template: jinja2.Template | None  # compiled on first render: start-up lists prompts, it renders none
     meta: dict[str, str]
 
     def render(self, **variables: Any) -> str:
         missing = [v for v in self.variables if v not in variables]
         if missing:
             raise PromptError(f"prompt {self.id} needs {', '.join(sorted(missing))}")
+        template = self.template or _compiled(self.id)
         try:
-            return self.template.render(**variables).strip()
+            return template.render(**variables).strip()
         except jinja2.UndefinedError as exc:
             raise PromptError(f"prompt {self.id}: {exc}") from exc
+
+
+@cache
+def _compiled(prompt_id: str) -> jinja2.Template:
+    return _ENV.get_template(prompt_id)
 
 
 @cache
@@ -95,7 +101,7 @@ def load(prompt_id: str) -> PromptTemplate:
         id=prompt_id,
         description=meta.get("description", prompt_id),
         variables=variables,
-        template=env.get_template(prompt_id),
+        template=None,
         meta=meta,
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from judges.linediff import unified_diff
@@ -32,7 +32,7 @@ def apply_unified(a: list[str], diff: str) -> list[str]:
     return out + a[i:]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(LINES, LINES)
 def test_diff_applied_to_the_old_lines_gives_the_new_lines(a: list[str], b: list[str]) -> None:
     diff = "".join(unified_diff(a, b, "a/f", "b/f"))

@@ -47,14 +47,21 @@ def test_stdout_carries_only_protocol_messages(tmp_path: Path) -> None:
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]
-    proc = subprocess.run(
-        [JUDGE_MCP], input="".join(json.dumps(m) + "\n" for m in messages), capture_output=True, text=True,
-        env=server_env(tmp_path, JUDGE_MCP_LOG_LEVEL="DEBUG"), timeout=60,
-    )
-    lines = [line for line in proc.stdout.splitlines() if line.strip()]
-    replies = [json.loads(line) for line in lines]  # every stdout line is JSON-RPC
+    # Keep stdin open until both replies are read: EOF may end the server before it answers.
+    log = tmp_path / "stderr.log"
+    with log.open("w") as err:  # a file, not a pipe: DEBUG logs must not fill a pipe nobody reads
+        proc = subprocess.Popen([JUDGE_MCP], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
+                                env=server_env(tmp_path, JUDGE_MCP_LOG_LEVEL="DEBUG"))
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+        proc.stdin.flush()
+        lines = [proc.stdout.readline(), proc.stdout.readline()]
+        proc.stdin.close()
+        lines += proc.stdout.read().splitlines()
+        proc.wait(timeout=60)
+    replies = [json.loads(line) for line in lines if line.strip()]  # every stdout line is JSON-RPC
     assert [r.get("id") for r in replies] == [1, 2]
-    assert "judge-mcp ready" in proc.stderr
+    assert "judge-mcp ready" in log.read_text()
 
 
 
