@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +14,7 @@ from mcp import Client
 
 from server.app import create_server
 from tests.conftest import make_settings
-from tests.mcp_helpers import call, free_port
+from tests.mcp_helpers import call, free_port, wait_for_port
 from tests.test_guideline_tools import BRAND, new_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -32,14 +30,7 @@ def chroma_url(tmp_path: Path) -> Iterator[str]:
     port = free_port()
     proc = subprocess.Popen([str(CHROMA), "run", "--path", str(tmp_path / "chroma-server"), "--host", "127.0.0.1",
                              "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    else:
+    if not wait_for_port(port, 60):
         proc.kill()
         pytest.fail("chroma run did not start within 60 s")
     yield f"http://127.0.0.1:{port}"

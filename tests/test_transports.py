@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import MODEL_CACHE
-from tests.mcp_helpers import free_port
+from tests.mcp_helpers import free_port, wait_for_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -71,15 +69,9 @@ def http_server(tmp_path: Path) -> Iterator[str]:
     proc = subprocess.Popen(
         [JUDGE_MCP, "--transport", "http", "--port", str(port)],
         env=server_env(tmp_path, JUDGE_MCP_TOKENS="tok-a=org-a,tok-b=org-b"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
+    assert wait_for_port(port, 30), "the HTTP server did not start within 30 s"
     yield f"http://127.0.0.1:{port}/mcp"
     proc.terminate()
     proc.wait(timeout=10)
