@@ -45,6 +45,12 @@ class AnthropicClient:
             )
         return self._sdk
 
+    @staticmethod
+    def _message_type() -> Any:
+        from anthropic.types import Message
+
+        return Message
+
     def _payload(self, request: ModelRequest) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
         for m in request.messages:
@@ -72,9 +78,7 @@ class AnthropicClient:
         while True:
             try:
                 # Sent as built (see the OpenAI client): no recursive param transform per call.
-                from anthropic.types import Message as AnthropicMessage
-
-                resp = await client.post("/v1/messages", body=self._payload(request), cast_to=AnthropicMessage)
+                resp = await client.post("/v1/messages", body=self._payload(request), cast_to=self._message_type())
                 break
             except Exception as exc:
                 err = exc if isinstance(exc, BackendError) else backend_error_from_sdk(exc)

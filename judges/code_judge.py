@@ -127,7 +127,7 @@ def gates_only(signals: Signals, runs: Sequence[GateRun]) -> tuple[str, dict[str
         {"file": "", "operation": "edit", "brief": f"fix {why} ({dim})"} for dim, why in failed.items()]
 
 
-async def judge(client: ModelClient | None, *, spec: str, sandbox: Path, signals: Signals, runs: list[GateRun],
+async def judge(client: ModelClient | None, *, spec: str, signals: Signals, runs: list[GateRun],
                 brief: ProjectBrief, diff: str | None, model_notes: str | None) -> CodeVerdict:
     """The verdict: the model's (validated, overruled where the gates disagree) or the gates' alone."""
     verdict, scores, plan = gates_only(signals, runs)
@@ -282,7 +282,7 @@ async def judge_code(client: ModelClient | None, *, spec: str, root: str | Path 
     sandbox = sandbox_from(root, files, allowed_roots)
     try:
         brief, signals, runs = await gates_for(sandbox, settings, gates, run_gates_)
-        verdict = await judge(client, spec=spec, sandbox=sandbox, signals=signals, runs=runs, brief=brief, diff=diff,
+        verdict = await judge(client, spec=spec, signals=signals, runs=runs, brief=brief, diff=diff,
                               model_notes=model_notes)
     finally:
         discard(sandbox)

@@ -178,7 +178,7 @@ def _lint(output: str) -> list[str]:
         items = json.loads(output[output.find("[") :] or "[]")
     except ValueError:
         return [line for line in output.splitlines() if line.strip()][:50]
-    return [f"{Path(i['filename']).name if not i.get('filename') else i['filename']}:{i['location']['row']}:"
+    return [f"{i.get('filename', '')}:{i['location']['row']}:"
             f"{i['location']['column']}: {i.get('code') or 'syntax'} {i['message']}" for i in items]
 
 

@@ -7,6 +7,7 @@ import base64
 import binascii
 import io
 import ipaddress
+import os
 import socket
 import urllib.parse
 import urllib.request
@@ -91,6 +92,20 @@ def _fetch(url: str, policy: ImagePolicy) -> bytes:
     raise InputError("too many redirects fetching the image")
 
 
+def _image_base64(ref: str) -> bytes | None:
+    """The bytes of `ref` when it is raw base64 of a recognised image (a path never decodes to one)."""
+    decoded = _decode_base64(ref) if len(ref) > 64 else None
+    return decoded if decoded is not None and media_type(decoded) else None
+
+
+def is_image_reference(ref: str) -> bool:
+    """True when `ref` names an image: a data: URI, image base64, or an existing file."""
+    ref = ref.strip()
+    if ref.startswith("data:") or _image_base64(ref) is not None:
+        return True
+    return len(ref) < 4096 and "\n" not in ref and os.path.isfile(os.path.expanduser(ref))
+
+
 def read_image_bytes(ref: str, policy: ImagePolicy) -> bytes:
     ref = ref.strip()
     if ref.startswith("data:"):
@@ -106,8 +121,8 @@ def read_image_bytes(ref: str, policy: ImagePolicy) -> bytes:
             raise InputError("image URLs are off; pass a file path, a data: URI or base64, "
                              "or set JUDGE_MCP_ALLOW_IMAGE_URLS=true")
         return _fetch(ref, policy)
-    decoded = _decode_base64(ref) if len(ref) > 64 else None
-    if decoded is not None and media_type(decoded):
+    decoded = _image_base64(ref)
+    if decoded is not None:
         return decoded
     if len(ref) > 4096:
         raise InputError("the image is neither valid base64 nor a file path")

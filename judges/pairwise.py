@@ -304,18 +304,9 @@ DEFAULT_PROMPTS: dict[tuple[str, Kind], str] = {
 
 def _as_image(ref: str, policy: Any) -> ImagePart | None:
     """An image when `ref` is a data: URI, image base64 or an existing file; None when it is text."""
-    import os
+    from .images import is_image_reference, load_image
 
-    from .images import _decode_base64, load_image, media_type
-
-    if ref.startswith("data:"):
-        return load_image(ref, policy)
-    decoded = _decode_base64(ref) if len(ref) > 64 else None
-    if decoded is not None and media_type(decoded):
-        return load_image(ref, policy)
-    if len(ref) < 4096 and "\n" not in ref and os.path.isfile(os.path.expanduser(ref)):
-        return load_image(ref, policy)
-    return None
+    return load_image(ref, policy) if is_image_reference(ref) else None
 
 
 def resolve_candidates(candidates: Sequence[str], candidate_type: str, policy: Any) -> tuple[Kind, list[Any]]:
