@@ -1,5 +1,11 @@
 """Guideline documents per agent (seed 001): upload → parse (worker process) → chunk → embed → store,
-with the record's status going pending → processed | failed; listing, deleting and search."""
+with the record's status going pending → processed | failed; listing, deleting and search.
+
+A pending record names its owner (boot id, pid and process start time): when the server starts,
+records whose owner is gone (killed during an upload) become failed and lose their partial
+chunks, while uploads of other live processes on the same data home are left alone. Deleting a
+document or its agent during its upload cancels the upload and leaves no chunks.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import base64
 import binascii
 import hashlib
 import logging
+import os
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +26,8 @@ from pydantic import BaseModel, Field
 
 from rag.chunking import chunk_text
 from rag.formats import DocumentError, Limits
-from rag.store import GuidelineStore, Hit
+from rag.store import GuidelineStore, Hit, StoreError
+from rag.warmup import Warmup
 from rag.worker import parse_in_worker
 
 from .agents import AgentStore
@@ -31,6 +39,43 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[float, float | None, str], Awaitable[None]]
 Status = Literal["pending", "processed", "failed"]
+
+INTERRUPTED = "interrupted (server stopped during processing); upload again"
+CLEANUP = "interrupted"  # the owner of a failed record whose partial chunks are still to be removed
+
+
+def process_token(pid: int | None = None) -> str:
+    """Who owns a pending upload: boot id, pid and start time, so a reused pid is not taken for it."""
+    pid = os.getpid() if pid is None else pid
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return f"pid:{pid}"
+    started = stat.rsplit(")", 1)[1].split()[19]  # field 22, starttime in clock ticks after boot
+    return f"{boot}/{pid}/{started}"
+
+
+def owner_alive(owner: str | None) -> bool:
+    if not owner:
+        return False
+    try:
+        pid = int(owner.split("/")[1]) if "/" in owner else int(owner.removeprefix("pid:"))
+    except (IndexError, ValueError):
+        return False
+    if "/" not in owner:  # no /proc: a live pid is taken as the owner
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return process_token(pid) == owner
+
+
+class UploadCancelled(InputError):
+    """The document or its agent was deleted while the document was being processed."""
 
 
 class DocumentMetadata(BaseModel):
@@ -119,11 +164,60 @@ def _document(row: Any) -> GuidelineDocument:
 
 
 class Guidelines:
-    def __init__(self, db: Database, agents: AgentStore, store: GuidelineStore, settings: IngestSettings):
+    def __init__(self, db: Database, agents: AgentStore, store: GuidelineStore, settings: IngestSettings,
+                 warmup: Warmup | None = None):
         self.db = db
         self.agents = agents
         self.store = store
         self.settings = settings
+        # The process's one warm-up (embedder, store, interrupted uploads); requests wait for it.
+        self.warmup = warmup or Warmup([("guideline store", self.prepare)])
+        self.owner = process_token()
+        self._cancelled: set[str] = set()
+        self._add_owner_column()
+        self.mark_interrupted()
+
+    def _add_owner_column(self) -> None:
+        columns = {r["name"] for r in self.db.query("PRAGMA table_info(documents)")}
+        if "owner" not in columns:
+            with self.db.transaction() as conn:
+                conn.execute("ALTER TABLE documents ADD COLUMN owner TEXT")
+
+    def prepare(self) -> None:
+        """The warm-up's store step: open the store, then remove what interrupted uploads left in it."""
+        self.store.open()
+        self.clear_interrupted()
+
+    def mark_interrupted(self) -> list[str]:
+        """Pending documents whose owner process is gone become failed (at start; SQLite only, fast).
+        Their partial chunks are removed by `clear_interrupted`; search never returns them meanwhile."""
+        marked = []
+        for row in self.db.query("SELECT id, owner FROM documents WHERE processing_status='pending'"):
+            if row["owner"] == self.owner or owner_alive(row["owner"]):
+                continue
+            with self.db.transaction() as conn:
+                done = conn.execute(
+                    "UPDATE documents SET processing_status='failed', error=?, chunk_count=0, owner=?, updated_at=? "
+                    "WHERE id=? AND processing_status='pending' AND owner IS ?",
+                    (INTERRUPTED, CLEANUP, _now(), row["id"], row["owner"])).rowcount
+            if done:
+                log.warning("guideline upload %s was interrupted by a stopped server: marked failed", row["id"])
+                marked.append(row["id"])
+        return marked
+
+    def clear_interrupted(self) -> int:
+        """Remove the chunks of uploads marked interrupted; how many documents were cleared."""
+        rows = self.db.query("SELECT id, agent_id FROM documents WHERE owner=?", (CLEANUP,))
+        for row in rows:
+            self.store.delete_document(row["agent_id"], row["id"])
+            with self.db.transaction() as conn:
+                conn.execute("UPDATE documents SET owner=NULL WHERE id=? AND owner=?", (row["id"], CLEANUP))
+        return len(rows)
+
+    async def ready(self) -> None:
+        """Wait (off the event loop) for the warm-up: nothing heavy is imported beside it."""
+        if not self.warmup.done:
+            await anyio.to_thread.run_sync(self.warmup.wait)
 
     def _get(self, org: str, agent_id: str, document_id: str) -> GuidelineDocument:
         rows = self.db.query("SELECT * FROM documents WHERE id=? AND agent_id=? AND organization_id=?",
@@ -159,17 +253,39 @@ class Guidelines:
         if rows and rows[0]["processing_status"] == "processed":
             return _document(rows[0])
         now = _now()
+        await self.ready()
         if rows:  # a failed or interrupted earlier upload of the same bytes: process it again in place
             document_id = rows[0]["id"]
-            self._set(document_id, processing_status="pending", error=None, filename=filename)
+            if rows[0]["processing_status"] == "pending" and owner_alive(rows[0]["owner"]):
+                raise InputError(f"{filename} is already being uploaded to this agent (document {document_id}); "
+                                 "list_guidelines shows when it is processed")
+            self._set(document_id, processing_status="pending", error=None, filename=filename, owner=self.owner)
+            await anyio.to_thread.run_sync(lambda: self.store.delete_document(agent_id, document_id))
         else:
             document_id = str(uuid.uuid4())
             with self.db.transaction() as conn:
                 conn.execute(
                     "INSERT INTO documents (id, organization_id, agent_id, filename, mime_type, file_size, sha256, "
-                    "processing_status, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (document_id, org, agent_id, filename, None, len(data), digest, "pending", now, now),
+                    "processing_status, created_at, updated_at, owner) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    (document_id, org, agent_id, filename, None, len(data), digest, "pending", now, now, self.owner),
                 )
+        try:
+            return await self._process(org, agent_id, document_id, data, filename, progress)
+        finally:
+            self._cancelled.discard(document_id)
+
+    def _still_wanted(self, org: str, agent_id: str, document_id: str) -> str | None:
+        """Why the upload must stop (its document or agent was deleted meanwhile), else None."""
+        if document_id in self._cancelled or not self.db.query("SELECT 1 FROM documents WHERE id=?", (document_id,)):
+            return "the document was deleted while it was being processed"
+        if not self.db.query("SELECT 1 FROM agents WHERE id=? AND organization_id=? AND deleted_at IS NULL",
+                             (agent_id, org)):
+            return "the agent was deleted while the document was being processed"
+        return None
+
+    async def _process(self, org: str, agent_id: str, document_id: str, data: bytes, filename: str,
+                       progress: Progress | None) -> GuidelineDocument:
+        s = self.settings
 
         async def report(done: float, total: float | None, message: str) -> None:
             if progress is not None:
@@ -183,29 +299,52 @@ class Guidelines:
             )
             self._set(document_id, mime_type=parsed.mime_type, pages=parsed.pages, characters=len(parsed.text))
             chunks = chunk_text(parsed.text, s.chunk_size, s.chunk_overlap, parsed.page_starts or None)
-            vectors: list[list[float]] = []
+            # Embedded and stored batch by batch: the record's chunk_count shows the progress, a
+            # delete stops the upload at the next batch, and memory stays flat for long files.
             for start in range(0, len(chunks), s.embed_batch):
-                await report(start, len(chunks), f"embedding chunks {start + 1}–{min(len(chunks), start + s.embed_batch)} "
-                                                 f"of {len(chunks)}")
-                batch = [c.text for c in chunks[start : start + s.embed_batch]]
-                vectors += await anyio.to_thread.run_sync(self.store.embedder.embed, batch)
-            await report(len(chunks), len(chunks), "storing chunks")
-            await anyio.to_thread.run_sync(lambda: self.store.add(agent_id, document_id, filename, chunks, vectors))
-            self._set(document_id, processing_status="processed", chunk_count=len(chunks))
+                if (why := self._still_wanted(org, agent_id, document_id)) is not None:
+                    raise UploadCancelled(f"upload of {filename} cancelled: {why}")
+                part = chunks[start : start + s.embed_batch]
+                await report(start, len(chunks), f"embedding chunks {start + 1}–{start + len(part)} of {len(chunks)}")
+                vectors = await anyio.to_thread.run_sync(self.store.embedder.embed, [c.text for c in part])
+                await anyio.to_thread.run_sync(self.store.add, agent_id, document_id, filename, part, vectors)
+                self._set(document_id, chunk_count=start + len(part))
+            await report(len(chunks), len(chunks), f"stored {len(chunks)} of {len(chunks)} chunks")
+            # Added first, checked after: a delete that raced the last add is seen here and undone.
+            if (why := self._still_wanted(org, agent_id, document_id)) is not None:
+                raise UploadCancelled(f"upload of {filename} cancelled: {why}")
+            self._set(document_id, processing_status="processed", chunk_count=len(chunks), owner=None)
         except DocumentError as exc:
-            self._set(document_id, processing_status="failed", error=str(exc))
+            self._set(document_id, processing_status="failed", error=str(exc), owner=None)
+        except UploadCancelled as exc:
+            await anyio.to_thread.run_sync(lambda: self.store.delete_document(agent_id, document_id))
+            self._set(document_id, processing_status="failed", error=str(exc), owner=None)
+            raise
         except Exception as exc:
             log.exception("guideline upload failed")
-            self._set(document_id, processing_status="failed", error=f"{type(exc).__name__}: {exc}")
+            self._set(document_id, processing_status="failed", error=f"{type(exc).__name__}: {exc}", owner=None)
             await anyio.to_thread.run_sync(lambda: self.store.delete_document(agent_id, document_id))
+            if isinstance(exc, StoreError):
+                raise
+        except BaseException:  # the request was cancelled: no record stays pending, no chunks stay
+            with anyio.CancelScope(shield=True):
+                self._set(document_id, processing_status="failed", error="the upload was cancelled; upload again",
+                          owner=None)
+                await anyio.to_thread.run_sync(lambda: self.store.delete_document(agent_id, document_id))
+            raise
         return self._get(org, agent_id, document_id)
 
     async def delete(self, org: str, agent_id: str, document_id: str) -> GuidelineDocument:
         self.agents.get(org, agent_id)
         doc = self._get(org, agent_id, document_id)
-        await anyio.to_thread.run_sync(lambda: self.store.delete_document(agent_id, document_id))
+        await self.ready()
+        if doc.processing_status == "pending":
+            self._cancelled.add(document_id)  # an upload in this process stops at its next step
         with self.db.transaction() as conn:
             conn.execute("DELETE FROM documents WHERE id=?", (document_id,))
+        # Record first, chunks after: an upload in flight (here or in another process) sees the
+        # record gone once it has added its chunks, and removes them itself.
+        await anyio.to_thread.run_sync(lambda: self.store.delete_document(agent_id, document_id))
         return doc
 
     async def search(self, org: str, agent_id: str, query: str, top_k: int | None = None,
@@ -226,5 +365,6 @@ class Guidelines:
             (agent_id, org))]
         if not processed:
             return []
+        await self.ready()
         hits = await anyio.to_thread.run_sync(lambda: self.store.search(agent_id, query, k, t, processed))
         return [GuidelineChunk.of(h) for h in hits]

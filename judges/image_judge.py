@@ -85,6 +85,8 @@ class Evaluation(BaseModel):
     checklist: list[ChecklistItem] = []
     feedback: str = ""
     guidelines_used: list[GuidelineUse] = []
+    guidelines_error: str | None = Field(
+        default=None, description="Why guideline retrieval failed for this judge (it then judged without them).")
     error: str | None = Field(default=None, description="Failure kind and message, when the judge did not score.")
     failure_kind: str | None = None
     raw_response: str | None = Field(default=None, description="The model's own text, kept when it failed.")
@@ -146,13 +148,15 @@ async def evaluate(agents: Sequence[Agent], images: Sequence[Any], *, brief: str
     One judge's failure never cancels the others; it becomes a failed evaluation with its reason."""
     results: list[Evaluation | None] = [None] * (len(agents) * len(images))
     retrieved: dict[str, list[tuple[str, GuidelineUse]]] = {}
+    retrieval_errors: dict[str, str] = {}
 
     async def fetch(agent: Agent) -> None:
         try:
             retrieved[agent.id] = await retrieve(agent)
-        except Exception as exc:  # retrieval is an aid; judging goes on without it
+        except Exception as exc:  # retrieval is an aid; judging goes on without it, and says so
             log.warning("guideline retrieval for agent %s failed: %s", agent.id, exc)
             retrieved[agent.id] = []
+            retrieval_errors[agent.id] = f"guideline retrieval failed: {exc}"
 
     async with anyio.create_task_group() as tg:
         for agent in agents:
@@ -163,7 +167,8 @@ async def evaluate(agents: Sequence[Agent], images: Sequence[Any], *, brief: str
     async def judge(slot: int, agent: Agent, index: int, image: Any) -> None:
         chunks = retrieved.get(agent.id, [])
         data: dict[str, Any] = {"image_index": index, "agent_id": agent.id, "agent_name": agent.name,
-                                "guidelines_used": [use for _, use in chunks]}
+                                "guidelines_used": [use for _, use in chunks],
+                                "guidelines_error": retrieval_errors.get(agent.id)}
         try:
             client = client_for(agent)
         except ConfigError as exc:

@@ -126,13 +126,22 @@ class ImageJudging:
         assert evaluations is not None
         agents: dict[str, Agent] = {}
         contexts = []
+        used: dict[str, list[GuidelineUse]] = {}
+        errors: dict[str, str] = {}
         for agent_id in dict.fromkeys(e.agent_id for e in evaluations):
             try:
                 agent = self.agents.get(org, agent_id)
             except InputError:
                 continue  # a deleted agent's feedback still counts, with the default weight
             agents[agent_id] = agent
-            chunks = await self.guidelines.search(org, agent_id, f"{brief}\n{prompt}")
+            try:
+                chunks = await self.guidelines.search(org, agent_id, f"{brief}\n{prompt}")
+            except Exception as exc:  # an aid: the optimizer goes on without them, and says so
+                errors[agent_id] = f"guideline retrieval failed: {exc}"
+                chunks = []
+            used[agent_id] = [GuidelineUse(document_id=c.document_id, chunk_index=c.chunk_index,
+                                           similarity=c.similarity) for c in chunks]
             contexts.append(AgentContext(agent_name=agent.name, chunks=[c.text for c in chunks]))
-        return await optimize_prompt(client, brief=brief, prompt=prompt, evaluations=evaluations, agents=agents,
-                                     contexts=contexts)
+        result = await optimize_prompt(client, brief=brief, prompt=prompt, evaluations=evaluations, agents=agents,
+                                       contexts=contexts)
+        return result.model_copy(update={"guidelines_used": used, "guidelines_errors": errors})

@@ -11,7 +11,7 @@ import prompts
 
 from .agents import Agent
 from .errors import BackendError
-from .image_judge import SEVERITY_RANK, Evaluation
+from .image_judge import SEVERITY_RANK, Evaluation, GuidelineUse
 from .model import Message, ModelClient, ModelRequest, Usage
 from .parsing import JudgeModel, run_judge
 
@@ -33,6 +33,10 @@ class OptimizedPrompt(BaseModel):
     instructions_included: list[str] = Field(description="Every promptInstruction; each is in `prompt` verbatim.")
     instructions_added: list[str] = Field(default=[], description="Instructions the model dropped and we appended.")
     issues: list[dict[str, str | float]] = Field(default=[], description="The top issues, in priority order.")
+    guidelines_used: dict[str, list[GuidelineUse]] = Field(
+        default={}, description="Per agent id: the guideline chunks given to the optimizer.")
+    guidelines_errors: dict[str, str] = Field(
+        default={}, description="Per agent id: why its guideline retrieval failed (it went on without them).")
     usage: Usage = Field(default_factory=Usage)
     model: str = ""
 

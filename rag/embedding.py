@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from .warmup import warm_in_background
+from .warmup import HEAVY, warm_in_background
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class _Lazy:
 
     def loaded(self) -> Any:
         if self._loaded is None:
-            with self._lock:
+            with HEAVY, self._lock:  # HEAVY first, always: no import beside another thread's
                 if self._loaded is None:
                     self._loaded = self._load()
         return self._loaded

@@ -1,25 +1,32 @@
 """Guideline chunks in Chroma: one collection per agent, cosine space, our embedder always passed.
 
 Embedded PersistentClient under the data directory by default, or a Chroma server by URL
-(`chroma run`) when several processes share the store.
+(`chroma run`). Several server processes may share one embedded directory: see `_HomeSync`.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import logging
+import os
 import re
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from .chunking import Chunk
-from .embedding import Embedder, make_embedder
-from .warmup import warm_in_background
+from .embedding import Embedder
+from .warmup import HEAVY, warm_in_background
+
+log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 
 class StoreError(RuntimeError):
@@ -44,15 +51,33 @@ def collection_name(agent_id: str) -> str:
     return f"agent-{clean}"
 
 
+class _Recorded:
+    """The embedder a reopened collection names in its configuration. We always pass vectors
+    ourselves, so Chroma never embeds with it; it exists so the configuration can be read back."""
+
+    def __init__(self, config: dict[str, Any]):
+        self.config = {str(k): str(v) for k, v in config.items()}
+
+    @property
+    def id(self) -> str:
+        return self.config.get("embedder", "unknown")
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        raise StoreError(f"the collection's recorded embedder {self.id} is not loaded here; "
+                         "the store is given vectors, never texts to embed")
+
+
 @functools.cache
 def _embedding_function_class() -> Any:
-    """Chroma's EmbeddingFunction over our embedder, defined on first use (chromadb imports slowly)."""
+    """Chroma's EmbeddingFunction over our embedder, defined on first use (chromadb imports slowly),
+    and registered with Chroma's registry so a collection reopened in a new process can be read."""
     from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+    from chromadb.utils.embedding_functions import register_embedding_function
 
     class JudgeEmbeddings(EmbeddingFunction[Documents]):
         """Our embedder, so Chroma never falls back to its default (which downloads a model)."""
 
-        def __init__(self, embedder: Embedder) -> None:
+        def __init__(self, embedder: Embedder | _Recorded) -> None:
             self.embedder = embedder
 
         def __call__(self, input: Documents) -> Embeddings:
@@ -69,19 +94,100 @@ def _embedding_function_class() -> Any:
 
         @staticmethod
         def build_from_config(config: dict[str, Any]) -> EmbeddingFunction[Documents]:
-            embedder = make_embedder(config["backend"], config["model"], Path(config["cache_dir"]))
-            return JudgeEmbeddings(embedder)
+            # Cheap and never failing: which embedder wrote a collection is checked by the store
+            # itself (its metadata), with an error that says what to do.
+            return JudgeEmbeddings(_Recorded(config))
 
         def default_space(self) -> Any:
             return "cosine"
 
+    register_embedding_function(JudgeEmbeddings)
     return JudgeEmbeddings
+
+
+class _HomeSync:
+    """Several server processes on one embedded store directory (Claude Desktop and an IDE each
+    start their own): a file lock and a generation counter, both in the directory.
+
+    - Every Chroma operation holds `judge-mcp.lock` (flock): shared to read, exclusive to write,
+      so no process reads index files another is rewriting and writers never overlap.
+    - Every write bumps a counter (per agent and overall) in `judge-mcp-generations.sqlite3`
+      before it releases the lock. A process whose Chroma client was opened at an older overall
+      generation reopens it (Chroma's embedded client keeps its vector index in memory), and a
+      cached agent matrix of an older agent generation is reloaded: each process sees the
+      others' writes by its next call.
+    """
+
+    LOCK_WAIT_S = 120.0
+
+    def __init__(self, directory: Path):
+        import fcntl
+        import sqlite3
+
+        self._fcntl = fcntl
+        directory.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(directory / "judge-mcp.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        self._db = sqlite3.connect(directory / "judge-mcp-generations.sqlite3", check_same_thread=False,
+                                   isolation_level=None, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS generations (scope TEXT PRIMARY KEY, generation INTEGER NOT NULL)")
+        self._db_lock = threading.Lock()
+        self.mutex = threading.RLock()  # one Chroma operation at a time in this process
+        self._depth = 0
+        self._exclusive = False
+
+    @contextmanager
+    def locked(self, exclusive: bool) -> Iterator[None]:
+        with self.mutex:
+            if self._depth == 0:
+                mode = self._fcntl.LOCK_EX if exclusive else self._fcntl.LOCK_SH
+                deadline = time.monotonic() + self.LOCK_WAIT_S
+                while True:
+                    try:
+                        self._fcntl.flock(self._fd, mode | self._fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() > deadline:
+                            raise StoreError(f"the guideline store has been locked by another judge-mcp process "
+                                             f"for more than {self.LOCK_WAIT_S:g} s") from None
+                        time.sleep(0.005)
+                self._exclusive = exclusive
+            elif exclusive and not self._exclusive:
+                raise RuntimeError("a write inside a read of the guideline store")
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                if self._depth == 0:
+                    self._fcntl.flock(self._fd, self._fcntl.LOCK_UN)
+
+    def generation(self, scope: str) -> int:
+        with self._db_lock:
+            row = self._db.execute("SELECT generation FROM generations WHERE scope=?", (scope,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def bump(self, agent_id: str) -> int:
+        """After a write (exclusive lock held): the new overall generation."""
+        with self._db_lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for scope in (f"agent:{agent_id}", "*"):
+                    self._db.execute("INSERT INTO generations VALUES (?, 1) ON CONFLICT (scope) "
+                                     "DO UPDATE SET generation = generation + 1", (scope,))
+                row = self._db.execute("SELECT generation FROM generations WHERE scope='*'").fetchone()
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        return int(row[0])
 
 
 @dataclass
 class _Matrix:
     """One agent's vectors in memory, for exact search by one matrix product."""
 
+    generation: int
     ids: list[str]
     document_ids: Any  # numpy array of str
     vectors: Any  # numpy float32 (n, dim), unit rows
@@ -90,145 +196,270 @@ class _Matrix:
     documents: frozenset[str] = frozenset()
 
 
-class GuidelineStore:
-    # Vectors kept in memory across agents (384 floats each: 100k ≈ 150 MB).
-    CACHE_VECTORS = 100_000
+def _store_errors(fn: Callable[..., R]) -> Callable[..., R]:
+    """Whatever fails inside Chroma (or the lock, or SQLite) leaves as a StoreError that says so."""
 
-    def __init__(self, embedder: Embedder, *, path: Path | None = None, url: str | None = None):
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"the guideline store failed: {type(exc).__name__}: {exc}") from exc
+
+    return wrapper
+
+
+class GuidelineStore:
+    # Vectors kept in memory across agents (384 floats each: 100k ≈ 150 MB); an agent with more
+    # is searched through Chroma's own index.
+    CACHE_VECTORS = 100_000
+    # Rows per read: SQLite allows 32,766 variables in one statement.
+    PAGE = 5_000
+
+    def __init__(self, embedder: Embedder, *, path: Path | None = None, url: str | None = None,
+                 cache_vectors: int | None = None):
         self.embedder = embedder
         self._path = path
         self._url = url
+        if cache_vectors is not None:
+            self.CACHE_VECTORS = cache_vectors
         self._client: Any = None
+        self._client_generation = -1
         self._ef: Any = None
-        self._lock = threading.Lock()
+        self._sync: _HomeSync | None = None
+        self._open_lock = threading.Lock()
+        self._server_lock = threading.RLock()
         self._matrices: OrderedDict[str, _Matrix] = OrderedDict()
         self._collections: dict[str, Any] = {}  # checked handles; opening one costs ~4 ms
         self._matrix_lock = threading.Lock()
 
-    def _chroma(self) -> Any:
-        with self._lock:
-            if self._client is None:
-                import chromadb
-                from chromadb.config import Settings as ChromaSettings
+    def _import(self) -> None:
+        """chromadb imported and our embedding function registered (once, under the heavy-import lock)."""
+        if self._ef is not None:
+            return
+        with HEAVY, self._open_lock:
+            if self._ef is None:
+                import chromadb  # noqa: F401
+                import numpy  # noqa: F401
 
-                settings = ChromaSettings(anonymized_telemetry=False)
-                if self._url:
-                    u = urlparse(self._url)
-                    self._client = chromadb.HttpClient(host=u.hostname or "127.0.0.1", port=u.port or 8000,
-                                                       ssl=u.scheme == "https", settings=settings)
-                else:
+                if self._url is None:
                     assert self._path is not None
-                    self._path.mkdir(parents=True, exist_ok=True)
-                    self._client = chromadb.PersistentClient(path=str(self._path), settings=settings)
+                    self._sync = _HomeSync(self._path)
                 self._ef = _embedding_function_class()(self.embedder)
-        return self._client
+
+    def _new_client(self) -> Any:
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
+        settings = ChromaSettings(anonymized_telemetry=False)
+        if self._url:
+            u = urlparse(self._url)
+            return chromadb.HttpClient(host=u.hostname or "127.0.0.1", port=u.port or 8000,
+                                       ssl=u.scheme == "https", settings=settings)
+        assert self._path is not None
+        return chromadb.PersistentClient(path=str(self._path), settings=settings)
+
+    @contextmanager
+    def _use(self, exclusive: bool = False) -> Iterator[Any]:
+        """The Chroma client, current with every process's writes, under the home lock."""
+        self._import()
+        if self._sync is None:  # a Chroma server orders its writers itself
+            with self._server_lock:
+                if self._client is None:
+                    self._client = self._new_client()
+                yield self._client
+            return
+        with self._sync.locked(exclusive):
+            generation = self._sync.generation("*")
+            if self._client is None or generation != self._client_generation:
+                if self._client is not None:
+                    log.info("the guideline store changed in another process: reopening it")
+                    self._collections.clear()
+                    try:
+                        self._client.close()
+                    except Exception as exc:  # a failed close must not stop the reopen
+                        log.warning("closing the old store client failed: %s", exc)
+                self._client = self._new_client()
+                self._client_generation = generation
+            yield self._client
+
+    def _written(self, agent_id: str) -> None:
+        """After a write under the exclusive lock: others will reopen; this process is current."""
+        self._forget(agent_id)
+        if self._sync is not None:
+            self._client_generation = self._sync.bump(agent_id)
+
+    @_store_errors
+    def open(self) -> None:
+        """Import chromadb and open the client (the warm-up's step; else paid by the first call)."""
+        with self._use():
+            pass
 
     def warm(self, delay_s: float = 0.0) -> threading.Thread:
-        """Import chromadb and open the client in the background (~2 s otherwise paid by the first upload)."""
-        return warm_in_background("guideline store", self._chroma, delay_s)
+        """Open the store in the background (~2 s otherwise paid by the first upload)."""
+        return warm_in_background("guideline store", self.open, delay_s)
 
-    def _collection(self, agent_id: str, create: bool) -> Any:
+    def _collection(self, client: Any, agent_id: str, create: bool, *, check: bool = True,
+                    dimension: int | None = None) -> Any:
         known = self._collections.get(agent_id)
-        if known is not None:
-            return known
-        client = self._chroma()
-        name = collection_name(agent_id)
-        if not create:
-            try:
-                coll = client.get_collection(name, embedding_function=self._ef)
-            except Exception:  # chroma raises NotFoundError / ValueError depending on the client
-                return None
-        else:
-            coll = client.get_or_create_collection(
-                name, embedding_function=self._ef, configuration={"hnsw": {"space": "cosine"}},
-                metadata={"embedder": self.embedder.id, "agent_id": agent_id},
-            )
-        space = ((coll.configuration or {}).get("hnsw") or {}).get("space")
-        if space not in (None, "cosine"):
-            raise StoreError(f"collection {name} uses the {space!r} space, not cosine; delete and re-upload")
-        made_by = (coll.metadata or {}).get("embedder")
-        if made_by and made_by != self.embedder.id:
+        if known is None:
+            name = collection_name(agent_id)
+            if not create:
+                try:
+                    known = client.get_collection(name, embedding_function=self._ef)
+                except Exception as exc:  # NotFoundError / ValueError, depending on the client
+                    if "does not exist" in str(exc) or type(exc).__name__ == "NotFoundError":
+                        return None
+                    raise
+            else:
+                known = client.get_or_create_collection(
+                    name, embedding_function=self._ef, configuration={"hnsw": {"space": "cosine"}},
+                    metadata={"embedder": self.embedder.id, "agent_id": agent_id,
+                              **({"dimension": dimension} if dimension else {})},
+                )
+            space = ((known.configuration or {}).get("hnsw") or {}).get("space")
+            if space not in (None, "cosine"):
+                raise StoreError(f"collection {name} uses the {space!r} space, not cosine; "
+                                 "delete this agent's documents and upload them again")
+            self._collections[agent_id] = known
+        if check:
+            self._check_embedder(known, agent_id, dimension)
+        return known
+
+    def _check_embedder(self, coll: Any, agent_id: str, dimension: int | None) -> None:
+        meta = coll.metadata or {}
+        made_by = meta.get("embedder")
+        recorded = meta.get("dimension")
+        if (made_by and made_by != self.embedder.id) or (recorded and dimension and int(recorded) != dimension):
+            theirs = f"{made_by or 'an unknown embedder'}" + (f" ({recorded} dimensions)" if recorded else "")
+            ours = f"{self.embedder.id}" + (f" ({dimension} dimensions)" if dimension else "")
             raise StoreError(
-                f"this agent's guidelines were embedded with {made_by}, but the server now uses "
-                f"{self.embedder.id}; switch JUDGE_MCP_EMBEDDING_BACKEND back, or delete and re-upload them"
+                f"agent {agent_id}'s guidelines were embedded with {theirs}, but this server embeds with {ours}. "
+                "Set JUDGE_MCP_EMBEDDING_BACKEND / JUDGE_MCP_EMBEDDING_MODEL back to the embedder that wrote them, "
+                "or re-index: delete_guideline each of the agent's documents and upload them again"
             )
-        self._collections[agent_id] = coll
-        return coll
 
     def _forget(self, agent_id: str) -> None:
         with self._matrix_lock:
             self._matrices.pop(agent_id, None)
 
-    def _matrix(self, agent_id: str, coll: Any) -> _Matrix | None:
-        """The agent's vectors in memory: embedded store only (a shared server has other writers)."""
-        if self._url:
-            return None
+    def _cached(self, agent_id: str, generation: int) -> _Matrix | None:
         with self._matrix_lock:
             found = self._matrices.get(agent_id)
-            if found is not None:
+            if found is not None and found.generation == generation:
                 self._matrices.move_to_end(agent_id)
                 return found
-            import numpy as np
+        return None
 
-            got = coll.get(include=["embeddings", "metadatas", "documents"])
-            if not got["ids"] or len(got["ids"]) > self.CACHE_VECTORS:
-                return None
-            matrix = _Matrix(list(got["ids"]), np.array([m["document_id"] for m in got["metadatas"]]),
-                             np.asarray(got["embeddings"], dtype=np.float32), list(got["documents"]),
-                             list(got["metadatas"]), frozenset(m["document_id"] for m in got["metadatas"]))
+    def _load_matrix(self, agent_id: str, coll: Any, generation: int) -> _Matrix | None:
+        """The agent's vectors read in pages (under the lock); None when they exceed the memory budget."""
+        import numpy as np
+
+        total = int(coll.count())
+        if not total or total > self.CACHE_VECTORS:
+            return None
+        ids: list[str] = []
+        texts: list[str] = []
+        metas: list[dict[str, Any]] = []
+        vectors = None
+        for offset in range(0, total, self.PAGE):
+            got = coll.get(include=["embeddings", "metadatas", "documents"], limit=self.PAGE, offset=offset)
+            if not got["ids"]:
+                break
+            page = np.asarray(got["embeddings"], dtype=np.float32)
+            if vectors is None:
+                vectors = np.empty((total, page.shape[1]), dtype=np.float32)
+            vectors[len(ids) : len(ids) + len(page)] = page
+            ids += got["ids"]
+            texts += got["documents"]
+            metas += got["metadatas"]
+        if vectors is None:
+            return None
+        matrix = _Matrix(generation, ids, np.array([m["document_id"] for m in metas]), vectors[: len(ids)],
+                         texts, metas, frozenset(m["document_id"] for m in metas))
+        with self._matrix_lock:
             self._matrices[agent_id] = matrix
-            while sum(len(m.ids) for m in self._matrices.values()) > self.CACHE_VECTORS:
+            while sum(len(m.ids) for m in self._matrices.values()) > self.CACHE_VECTORS and len(self._matrices) > 1:
                 self._matrices.popitem(last=False)
-            return matrix
+        return matrix
 
+    @_store_errors
     def add(self, agent_id: str, document_id: str, filename: str, chunks: Sequence[Chunk],
             vectors: Sequence[Sequence[float]]) -> None:
-        self._forget(agent_id)
-        coll = self._collection(agent_id, create=True)
-        if not chunks:
-            return
-        coll.upsert(
-            ids=[f"{document_id}:{c.index}" for c in chunks],
-            embeddings=[list(v) for v in vectors],
-            documents=[c.text for c in chunks],
-            metadatas=[{"document_id": document_id, "filename": filename, "chunk_index": c.index,
-                        "start": c.start, "end": c.end, **({"page": c.page} if c.page is not None else {})}
-                       for c in chunks],
-        )
+        dimension = len(vectors[0]) if len(vectors) else None
+        with self._use(exclusive=True) as client:
+            try:
+                coll = self._collection(client, agent_id, create=True, dimension=dimension)
+                for start in range(0, len(chunks), self.PAGE):
+                    part = chunks[start : start + self.PAGE]
+                    coll.upsert(
+                        ids=[f"{document_id}:{c.index}" for c in part],
+                        embeddings=[list(v) for v in vectors[start : start + len(part)]],
+                        documents=[c.text for c in part],
+                        metadatas=[{"document_id": document_id, "filename": filename, "chunk_index": c.index,
+                                    "start": c.start, "end": c.end, **({"page": c.page} if c.page is not None else {})}
+                                   for c in part],
+                    )
+            finally:
+                self._written(agent_id)
 
+    @_store_errors
     def delete_document(self, agent_id: str, document_id: str) -> None:
-        self._forget(agent_id)
-        coll = self._collection(agent_id, create=False)
-        if coll is not None:
-            coll.delete(where={"document_id": document_id})
+        """Remove a document's chunks (whichever embedder wrote them); an emptied collection goes too."""
+        with self._use(exclusive=True) as client:
+            coll = self._collection(client, agent_id, create=False, check=False)
+            if coll is None:
+                return
+            try:
+                coll.delete(where={"document_id": document_id})
+                if int(coll.count()) == 0:
+                    client.delete_collection(collection_name(agent_id))
+                    self._collections.pop(agent_id, None)
+            finally:
+                self._written(agent_id)
 
+    @_store_errors
     def count(self, agent_id: str, document_id: str | None = None) -> int:
-        coll = self._collection(agent_id, create=False)
-        if coll is None:
-            return 0
-        if document_id is None:
-            return int(coll.count())
-        return len(coll.get(where={"document_id": document_id}, include=[])["ids"])
+        with self._use() as client:
+            coll = self._collection(client, agent_id, create=False, check=False)
+            if coll is None:
+                return 0
+            if document_id is None:
+                return int(coll.count())
+            return len(coll.get(where={"document_id": document_id}, include=[])["ids"])
 
+    @_store_errors
     def search_vector(self, agent_id: str, vector: Sequence[float], top_k: int, threshold: float,
                       document_ids: Sequence[str] | None = None) -> list[Hit]:
         """Best first; similarity = 1 − cosine distance; only chunks at or above the threshold,
         and (when given) only of `document_ids`."""
-        coll = self._collection(agent_id, create=False)
-        if coll is None or (document_ids is not None and not document_ids):
+        if document_ids is not None and not document_ids:
             return []
         allowed = set(document_ids) if document_ids is not None else None
-        matrix = self._matrix(agent_id, coll)
-        if matrix is not None:
-            return self._exact(matrix, vector, top_k, threshold, allowed)
-        # A metadata filter makes Chroma scan SQLite (~90 ms at 10k chunks); chunks outside
-        # `allowed` are rare (an upload in flight), so filter afterwards and only fall back
-        # to Chroma's filter when that leaves too few.
-        hits = self._query(coll, vector, top_k * 2, threshold, None)
-        kept = [h for h in hits if allowed is None or h.document_id in allowed]
-        if allowed is not None and len(kept) < top_k and len(kept) < len(hits):
-            kept = self._query(coll, vector, top_k, threshold, {"document_id": {"$in": sorted(allowed)}})
-        return kept[:top_k]
+        if self._sync is not None:
+            self._import()
+            generation = self._sync.generation(f"agent:{agent_id}")
+            matrix = self._cached(agent_id, generation)
+            if matrix is not None and matrix.vectors.shape[1] == len(vector):
+                return self._exact(matrix, vector, top_k, threshold, allowed)
+        with self._use() as client:
+            coll = self._collection(client, agent_id, create=False, dimension=len(vector))
+            if coll is None:
+                return []
+            if self._sync is not None:
+                matrix = self._load_matrix(agent_id, coll, self._sync.generation(f"agent:{agent_id}"))
+                if matrix is not None:
+                    return self._exact(matrix, vector, top_k, threshold, allowed)
+            # A metadata filter makes Chroma scan SQLite (~90 ms at 10k chunks); chunks outside
+            # `allowed` are rare (an upload in flight), so filter afterwards and only fall back
+            # to Chroma's filter when that leaves too few.
+            hits = self._query(coll, vector, top_k * 2, threshold, None)
+            kept = [h for h in hits if allowed is None or h.document_id in allowed]
+            if allowed is not None and len(kept) < top_k and len(kept) < len(hits):
+                kept = self._query(coll, vector, top_k, threshold, {"document_id": {"$in": sorted(allowed)}})
+            return kept[:top_k]
 
     @staticmethod
     def _exact(m: _Matrix, vector: Sequence[float], top_k: int, threshold: float,

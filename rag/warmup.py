@@ -1,26 +1,82 @@
-"""Loading heavy things in the background, after a delay, so a host's `initialize` is answered first."""
+"""One warm-up per process: heavy imports and loads in one thread, in a fixed order.
+
+Importing numpy (directly, or through onnxruntime, chromadb, httpx users) from two threads at
+once prints NumPy's "bad install" banner or leaves modules "partially initialized". So every
+heavy import and load in this process runs under one lock (`HEAVY`), and the server's warm-up
+runs them in one background thread, in a fixed order, after a short delay (so a host's
+`initialize` is answered first). Code that needs a loaded thing calls `Warmup.wait()` (or the
+thing's own loader, which takes the same lock): it never imports on its own beside the warm-up.
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 log = logging.getLogger(__name__)
 
+# Held while anything heavy is imported or loaded, by whichever thread does it.
+HEAVY = threading.RLock()
 
-def warm_in_background(name: str, load: Callable[[], object], delay_s: float = 0.0) -> threading.Thread:
-    """Run `load` in a daemon thread after `delay_s`; a failure is logged, and met again on first real use."""
+Step = tuple[str, Callable[[], object]]
 
-    def run() -> None:
+
+class Warmup:
+    """Runs `steps` once, in order, each under `HEAVY`; a failed step is logged and met again on first use."""
+
+    def __init__(self, steps: Sequence[Step]):
+        self._steps = list(steps)
+        self._done = threading.Event()
+        self._started = False
+        self._lock = threading.Lock()
+        self.failures: dict[str, str] = {}
+
+    def _run(self, delay_s: float) -> None:
         if delay_s:
             time.sleep(delay_s)
         try:
-            load()
-        except Exception as exc:
-            log.warning("%s warm-up failed: %s", name, exc)
+            for name, step in self._steps:
+                started = time.perf_counter()
+                try:
+                    with HEAVY:
+                        step()
+                except Exception as exc:
+                    self.failures[name] = f"{type(exc).__name__}: {exc}"
+                    log.warning("warm-up step %r failed: %s", name, exc)
+                else:
+                    log.debug("warm-up step %r took %.2f s", name, time.perf_counter() - started)
+        finally:
+            self._done.set()
 
-    thread = threading.Thread(target=run, name=f"{name}-warmup", daemon=True)
-    thread.start()
+    def start(self, delay_s: float = 0.0) -> threading.Thread | None:
+        """Start the one warm-up thread (once); None when it already ran or runs."""
+        with self._lock:
+            if self._started:
+                return None
+            self._started = True
+        thread = threading.Thread(target=self._run, args=(delay_s,), name="judge-mcp-warmup", daemon=True)
+        thread.start()
+        return thread
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Block until the warm-up has run; run it in this thread when nobody started it. True when done."""
+        with self._lock:
+            run_here = not self._started
+            self._started = True
+        if run_here:
+            self._run(0.0)
+        return self._done.wait(timeout_s)
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+
+def warm_in_background(name: str, load: Callable[[], object], delay_s: float = 0.0) -> threading.Thread:
+    """Run `load` (under `HEAVY`) in a daemon thread after `delay_s`; a failure is logged."""
+    warmup = Warmup([(name, load)])
+    thread = warmup.start(delay_s)
+    assert thread is not None
     return thread

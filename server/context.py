@@ -17,6 +17,7 @@ from judges.images import ImagePolicy
 from judges.model import ModelClient
 from judges.model_registry import BackendConfig, ModelRegistry
 from judges.runs import RunStore
+from rag.warmup import HEAVY, Warmup
 
 from .sampling import SamplingClient, sampling_offered
 from .settings import Settings
@@ -35,6 +36,7 @@ class AppContext:
 
     def model_for(self, ctx: Any, model: str | None = None) -> ModelClient:
         """The client for `model` (or the default), offering the host's sampling when it has it."""
+        import_model_sdks()  # never beside the warm-up's imports (httpx would be half-initialised)
         sampling = SamplingClient(ctx) if sampling_offered(ctx) else None
         return self.models.resolve(model, sampling=sampling)
 
@@ -61,20 +63,34 @@ def build_registry(settings: Settings) -> ModelRegistry:
     )
 
 
+_sdks_imported = False
+
+
+def import_model_sdks() -> None:
+    """The model SDKs (and httpx) imported once, under the heavy-import lock (the warm-up's first step)."""
+    global _sdks_imported
+    if _sdks_imported:
+        return
+    with HEAVY:
+        import anthropic  # noqa: F401
+        import httpx  # noqa: F401
+        import openai  # noqa: F401
+
+        _sdks_imported = True
+
+
+def import_numpy() -> None:
+    import numpy  # noqa: F401
+
+
 def build_guidelines(settings: Settings, db: Database, agents: AgentStore) -> Guidelines:
     from rag.embedding import make_embedder
     from rag.formats import Limits
     from rag.store import GuidelineStore
 
     embedder = make_embedder(settings.embedding_backend, settings.embedding_model, settings.model_cache_dir)
-    store = GuidelineStore(embedder, path=settings.chroma_path, url=settings.chroma_url)
-    if settings.warm_embeddings:
-        # Background threads, started after `initialize` has been answered: neither the
-        # handshake nor the first upload waits for the model and chromadb imports.
-        warm = getattr(embedder, "warm", None)
-        if warm is not None:
-            warm(settings.warm_delay_s)
-        store.warm(settings.warm_delay_s)
+    store = GuidelineStore(embedder, path=settings.chroma_path, url=settings.chroma_url,
+                           cache_vectors=settings.search_cache_vectors)
     ingest = IngestSettings(
         max_file_bytes=settings.max_upload_bytes, chunk_size=settings.chunk_size,
         chunk_overlap=settings.chunk_overlap, parse_timeout_s=settings.parse_timeout_s,
@@ -82,7 +98,22 @@ def build_guidelines(settings: Settings, db: Database, agents: AgentStore) -> Gu
         limits=Limits(max_pages=settings.max_pdf_pages, max_docx_uncompressed=settings.max_docx_uncompressed_bytes,
                       max_docx_ratio=settings.max_docx_ratio),
     )
-    return Guidelines(db, agents, store, ingest)
+    guidelines = Guidelines(db, agents, store, ingest)
+    # The process's one warm-up: every heavy import and load, in one thread, in this order.
+    # Requests that need the embedder or the store wait for it (Guidelines.ready); model
+    # clients take the same lock for their SDK import. With warm-up off, the first request
+    # that needs it runs it.
+    load = getattr(embedder, "loaded", None)
+    guidelines.warmup = Warmup([
+        ("model SDKs", import_model_sdks),
+        ("numpy", import_numpy),
+        *([("embedding model", load)] if load is not None else []),
+        ("guideline store", guidelines.prepare),
+    ])
+    if settings.warm_embeddings:
+        # Started after `initialize` has been answered (warm_delay_s): the handshake never waits.
+        guidelines.warmup.start(settings.warm_delay_s)
+    return guidelines
 
 
 @asynccontextmanager

@@ -2,17 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Annotated, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from judges.guidelines import GuidelineChunk, GuidelineDocument, read_source
+from judges.guidelines import GuidelineChunk, GuidelineDocument, UploadCancelled, read_source
+from rag.store import StoreError
 
 from .agent_tools import AgentId
 from .context import app_of, organization_of
 from .errors import tool_errors
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def store_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """The guideline store's failures as tool errors a person can act on."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await fn(*args, **kwargs)
+        except UploadCancelled as exc:
+            raise ToolError(str(exc)) from exc
+        except StoreError as exc:
+            raise ToolError(f"guideline store: {exc}") from exc
+
+    return wrapper
 
 
 class DocumentList(BaseModel):
@@ -33,6 +55,7 @@ def register(mcp: MCPServer) -> None:
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                           open_world_hint=False))
     @tool_errors
+    @store_errors
     async def upload_guideline(
         ctx: Context,
         agent_id: AgentId,
@@ -54,6 +77,7 @@ def register(mcp: MCPServer) -> None:
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
     @tool_errors
+    @store_errors
     async def list_guidelines(ctx: Context, agent_id: AgentId) -> DocumentList:
         """An agent's guideline documents, oldest first, with their processing status."""
         return DocumentList(documents=app_of(ctx).guidelines.documents(organization_of(ctx), agent_id))
@@ -61,6 +85,7 @@ def register(mcp: MCPServer) -> None:
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
                                           open_world_hint=False))
     @tool_errors
+    @store_errors
     async def delete_guideline(
         ctx: Context, agent_id: AgentId,
         document_id: Annotated[str, Field(description="The document's id, from list_guidelines.")],
@@ -71,6 +96,7 @@ def register(mcp: MCPServer) -> None:
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
     @tool_errors
+    @store_errors
     async def search_guidelines(
         ctx: Context, agent_id: AgentId,
         query: Annotated[str, Field(description="What to look for, e.g. the brief and the generation prompt.")],

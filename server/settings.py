@@ -65,6 +65,9 @@ class Settings(BaseSettings):
     max_pdf_pages: int = Field(default=2000, ge=1)
     max_docx_uncompressed_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
     max_docx_ratio: float = Field(default=100.0, gt=1)
+    search_cache_vectors: int = Field(
+        default=100_000, ge=0, description="Guideline vectors kept in memory for exact search (all agents together; "
+        "384 floats each). An agent with more is searched through Chroma's own index.")
 
     # Image judging (seed 000).
     max_image_bytes: int = Field(default=20 * 1024 * 1024, ge=1)

@@ -177,7 +177,7 @@ async def test_upload_reports_progress(gclient: Any) -> None:
                                      progress_callback=on_progress)
     assert not result.is_error
     assert seen[0].startswith("parsing") and any(m.startswith("embedding chunks 1–1 of 1") for m in seen)
-    assert seen[-1] == "storing chunks"
+    assert seen[-1] == "stored 1 of 1 chunks"
 
 
 async def test_server_keeps_answering_while_a_hostile_file_is_parsed(gclient: Any) -> None:
@@ -203,3 +203,17 @@ async def test_server_keeps_answering_while_a_hostile_file_is_parsed(gclient: An
         tg.start_soon(ping)
     assert outcome["processing_status"] == "failed" and "zip bomb" in outcome["error"]
     assert len(latencies) == 5
+
+
+async def test_a_store_failure_is_a_tool_error_that_says_so(gclient: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rag.store import GuidelineStore, StoreError
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise StoreError("agent x's guidelines were embedded with tiny, but this server embeds with other")
+
+    agent = await new_agent(gclient)
+    await call(gclient, "upload_guideline", agent_id=agent, text=BRAND)
+    monkeypatch.setattr(GuidelineStore, "search_vector", broken)
+    text = await error_of(gclient, "search_guidelines", agent_id=agent, query="blue")
+    assert text.endswith("guideline store: agent x's guidelines were embedded with tiny, but this server embeds "
+                         "with other")

@@ -336,3 +336,33 @@ async def test_optimize_prompt_prioritises_and_keeps_every_instruction(ic: Any, 
 
 async def test_optimize_prompt_needs_a_run_or_evaluations(ic: Any) -> None:
     assert "exactly one of run_id" in await error_of(ic, "optimize_prompt", brief="b", prompt="p")
+
+
+async def test_a_failed_guideline_retrieval_is_reported_on_each_evaluation(
+        ic: Any, fake_server: FakeModelServer, image_b64: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rag.store import GuidelineStore, StoreError
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise StoreError("the guideline store failed: InternalError: disk I/O error")
+
+    alpha = await agent(ic, "alpha", 80)
+    await call(ic, "upload_guideline", agent_id=alpha, text="Blue is HEX#488EFF.")
+    monkeypatch.setattr(GuidelineStore, "search_vector", broken)
+    fake_server.respond_with(by_system({"alpha": verdict(70)}))
+    result = await call(ic, "evaluate_image", brief="a red square", images=[image_b64])
+    (evaluation,) = result["evaluations"]
+    assert evaluation["status"] == "ok" and evaluation["guidelines_used"] == []
+    assert evaluation["guidelines_error"] == ("guideline retrieval failed: the guideline store failed: "
+                                              "InternalError: disk I/O error")
+
+
+async def test_evaluations_name_the_guideline_chunks_they_used(ic: Any, fake_server: FakeModelServer,
+                                                               image_b64: str) -> None:
+    alpha = await agent(ic, "alpha", 80, rag_config={"top_k": 5, "similarity_threshold": 0.0})
+    doc = await call(ic, "upload_guideline", agent_id=alpha, text="Blue is HEX#488EFF.")
+    fake_server.respond_with(by_system({"alpha": verdict(70)}))
+    result = await call(ic, "evaluate_image", brief="a blue square", images=[image_b64])
+    (evaluation,) = result["evaluations"]
+    (used,) = evaluation["guidelines_used"]
+    assert used["document_id"] == doc["id"] and used["chunk_index"] == 0 and 0 < used["similarity"] <= 1
+    assert evaluation["guidelines_error"] is None

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rag.chunking import Chunk
-from rag.store import GuidelineStore, collection_name
+from rag.store import GuidelineStore, StoreError, collection_name
 
 # Chroma cannot rebuild this test double from its config, and says so; that is expected here.
 pytestmark = pytest.mark.filterwarnings("ignore:legacy embedding function config")
@@ -45,9 +45,9 @@ def add(store: GuidelineStore, doc: str, *texts: str) -> None:
 def test_exact_search_agrees_with_chromas_query(store: GuidelineStore) -> None:
     add(store, "d1", "red red", "blue", "red blue", "green", "red green blue")
     exact = store.search("agent-1", "red", 3, 0.0)
-    coll = store._collection("agent-1", create=False)
     (vector,) = store.embedder.embed(["red"])
-    chroma = store._query(coll, vector, 3, 0.0, None)
+    with store._use() as client:
+        chroma = store._query(store._collection(client, "agent-1", create=False), vector, 3, 0.0, None)
     assert [h.text for h in exact] == [h.text for h in chroma]
     assert [h.similarity for h in exact] == pytest.approx([h.similarity for h in chroma], abs=1e-3)
 
@@ -87,3 +87,72 @@ def test_collection_names_are_valid_for_any_agent_id() -> None:
     assert collection_name("0b6a0f43-5d1c-4a6e-9a53-5bd1c1a8f9a2") == "agent-0b6a0f43-5d1c-4a6e-9a53-5bd1c1a8f9a2"
     odd = collection_name("../weird id!")
     assert odd.startswith("agent-") and odd.replace("-", "").isalnum()
+
+
+class OtherEmbedder(TinyEmbedder):
+    id = "other"
+
+
+def test_a_collection_written_by_another_embedder_names_both_and_how_to_reindex(tmp_path: Path) -> None:
+    add(GuidelineStore(TinyEmbedder(), path=tmp_path / "chroma"), "d1", "red")
+    other = GuidelineStore(OtherEmbedder(), path=tmp_path / "chroma")
+    with pytest.raises(StoreError) as caught:
+        other.search("agent-1", "red", 5, 0.0)
+    message = str(caught.value)
+    assert "embedded with tiny (3 dimensions)" in message and "this server embeds with other" in message
+    assert "delete_guideline each of the agent's documents and upload them again" in message
+
+
+def test_a_collection_of_another_dimension_is_refused(store: GuidelineStore) -> None:
+    add(store, "d1", "red")
+    with pytest.raises(StoreError, match=r"\(3 dimensions\).*\(4 dimensions\)"):
+        store.search_vector("agent-1", [0.5, 0.5, 0.5, 0.5], 5, 0.0)
+
+
+def test_documents_of_another_embedder_can_still_be_deleted(tmp_path: Path) -> None:
+    add(GuidelineStore(TinyEmbedder(), path=tmp_path / "chroma"), "d1", "red")
+    other = GuidelineStore(OtherEmbedder(), path=tmp_path / "chroma")
+    other.delete_document("agent-1", "d1")
+    assert other.count("agent-1") == 0
+
+
+def test_vectors_are_read_in_pages(tmp_path: Path) -> None:
+    store = GuidelineStore(TinyEmbedder(), path=tmp_path / "chroma")
+    store.PAGE = 2
+    add(store, "d1", "red", "blue", "green", "red blue", "red green")
+    hits = store.search("agent-1", "red", 10, 0.0)
+    assert sorted(h.text for h in hits) == ["blue", "green", "red", "red blue", "red green"]
+
+
+def test_an_agent_past_the_memory_budget_is_searched_through_chromas_index(tmp_path: Path) -> None:
+    store = GuidelineStore(TinyEmbedder(), path=tmp_path / "chroma", cache_vectors=2)
+    add(store, "d1", "red", "blue", "green", "red blue")
+    hits = store.search("agent-1", "red", 2, 0.0)
+    assert [h.text for h in hits] == ["red", "red blue"] and store._matrices == {}
+
+
+WRITER = """
+import math, sys
+sys.path.insert(0, {root!r})
+from rag.chunking import Chunk
+from rag.store import GuidelineStore
+from tests.test_store import TinyEmbedder
+from pathlib import Path
+store = GuidelineStore(TinyEmbedder(), path=Path({path!r}))
+store.add("agent-1", "d2", "d2.txt", [Chunk(0, "red red", 0, 7)], TinyEmbedder().embed(["red red"]))
+"""
+
+
+def test_a_write_by_another_process_is_seen_by_the_next_search(store: GuidelineStore, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    add(store, "d1", "blue")
+    assert [h.text for h in store.search("agent-1", "red", 5, 0.5)] == []  # cached in memory now
+    root = str(Path(__file__).resolve().parents[1])
+    subprocess.run([sys.executable, "-c", WRITER.format(root=root, path=str(tmp_path / "chroma"))], check=True)
+    assert [h.text for h in store.search("agent-1", "red", 5, 0.5)] == ["red red"]
+    with store._use() as client:  # and Chroma's own index, reopened, has it too
+        chroma = store._query(store._collection(client, "agent-1", create=False), store.embedder.embed(["red"])[0],
+                              5, 0.5, None)
+    assert [h.text for h in chroma] == ["red red"]
