@@ -28,7 +28,7 @@ from rag.chunking import chunk_text
 from rag.formats import DocumentError, Limits
 from rag.store import GuidelineStore, Hit, StoreError
 from rag.warmup import Warmup
-from rag.worker import parse_in_worker
+from rag.worker import ParsePool
 
 from .agents import AgentStore
 from .database import Database
@@ -122,6 +122,7 @@ class IngestSettings:
     limits: Limits = field(default_factory=Limits)
     default_threshold: float = 0.3
     embed_batch: int = 64
+    parse_workers: int = 2
 
 
 def read_source(*, path: str | None, content_base64: str | None, text: str | None, filename: str | None,
@@ -173,6 +174,8 @@ class Guidelines:
         # The process's one warm-up (embedder, store, interrupted uploads); requests wait for it.
         self.warmup = warmup or Warmup([("guideline store", self.prepare)])
         self.owner = process_token()
+        # Warm parse processes, at most `parse_workers` at once; more uploads wait their turn.
+        self.parser = ParsePool(settings.parse_workers, memory_mb=settings.parse_memory_mb)
         self._cancelled: set[str] = set()
         self._add_owner_column()
         self.mark_interrupted()
@@ -187,6 +190,9 @@ class Guidelines:
         """The warm-up's store step: open the store, then remove what interrupted uploads left in it."""
         self.store.open()
         self.clear_interrupted()
+
+    def close(self) -> None:
+        self.parser.close()
 
     def mark_interrupted(self) -> list[str]:
         """Pending documents whose owner process is gone become failed (at start; SQLite only, fast).
@@ -294,8 +300,7 @@ class Guidelines:
         try:
             await report(0, None, f"parsing {filename}")
             parsed = await anyio.to_thread.run_sync(
-                lambda: parse_in_worker(data, filename, s.limits, timeout_s=s.parse_timeout_s,
-                                        memory_mb=s.parse_memory_mb)
+                lambda: self.parser.parse(data, filename, s.limits, timeout_s=s.parse_timeout_s)
             )
             self._set(document_id, mime_type=parsed.mime_type, pages=parsed.pages, characters=len(parsed.text))
             chunks = chunk_text(parsed.text, s.chunk_size, s.chunk_overlap, parsed.page_starts or None)

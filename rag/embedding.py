@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from .warmup import HEAVY, warm_in_background
+from .warmup import HEAVY, import_numpy, warm_in_background
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,7 @@ class _Lazy:
         if self._loaded is None:
             with HEAVY, self._lock:  # HEAVY first, always: no import beside another thread's
                 if self._loaded is None:
+                    import_numpy()
                     self._loaded = self._load()
         return self._loaded
 

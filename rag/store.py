@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 
 from .chunking import Chunk
 from .embedding import Embedder
-from .warmup import HEAVY, warm_in_background
+from .warmup import HEAVY, import_numpy, warm_in_background
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -212,9 +212,12 @@ def _store_errors(fn: Callable[..., R]) -> Callable[..., R]:
 
 
 class GuidelineStore:
-    # Vectors kept in memory across agents (384 floats each: 100k ≈ 150 MB); an agent with more
-    # is searched through Chroma's own index.
+    # Vectors kept in memory across agents (384 floats each: 100k ≈ 150 MB).
     CACHE_VECTORS = 100_000
+    # An agent with more chunks than this (or than the budget) is searched through Chroma's own
+    # index: a scan costs ~0.06 ms per 1,000 vectors on 2 cores, so past ~25k Chroma's HNSW
+    # (p95 ≈ 9 ms at 100k) is faster (bench/search.py).
+    EXACT_MAX = 25_000
     # Rows per read: SQLite allows 32,766 variables in one statement.
     PAGE = 5_000
 
@@ -241,8 +244,8 @@ class GuidelineStore:
             return
         with HEAVY, self._open_lock:
             if self._ef is None:
+                import_numpy()
                 import chromadb  # noqa: F401
-                import numpy  # noqa: F401
 
                 if self._url is None:
                     assert self._path is not None
@@ -358,7 +361,7 @@ class GuidelineStore:
         import numpy as np
 
         total = int(coll.count())
-        if not total or total > self.CACHE_VECTORS:
+        if not total or total > min(self.CACHE_VECTORS, self.EXACT_MAX):
             return None
         ids: list[str] = []
         texts: list[str] = []

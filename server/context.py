@@ -17,7 +17,7 @@ from judges.images import ImagePolicy
 from judges.model import ModelClient
 from judges.model_registry import BackendConfig, ModelRegistry
 from judges.runs import RunStore
-from rag.warmup import HEAVY, Warmup
+from rag.warmup import HEAVY, Warmup, import_numpy
 
 from .sampling import SamplingClient, sampling_offered
 from .settings import Settings
@@ -79,10 +79,6 @@ def import_model_sdks() -> None:
         _sdks_imported = True
 
 
-def import_numpy() -> None:
-    import numpy  # noqa: F401
-
-
 def build_guidelines(settings: Settings, db: Database, agents: AgentStore) -> Guidelines:
     from rag.embedding import make_embedder
     from rag.formats import Limits
@@ -95,6 +91,7 @@ def build_guidelines(settings: Settings, db: Database, agents: AgentStore) -> Gu
         max_file_bytes=settings.max_upload_bytes, chunk_size=settings.chunk_size,
         chunk_overlap=settings.chunk_overlap, parse_timeout_s=settings.parse_timeout_s,
         parse_memory_mb=settings.parse_memory_mb, default_threshold=settings.similarity_threshold,
+        parse_workers=settings.parse_workers,
         limits=Limits(max_pages=settings.max_pdf_pages, max_docx_uncompressed=settings.max_docx_uncompressed_bytes,
                       max_docx_ratio=settings.max_docx_ratio),
     )
@@ -109,6 +106,7 @@ def build_guidelines(settings: Settings, db: Database, agents: AgentStore) -> Gu
         ("numpy", import_numpy),
         *([("embedding model", load)] if load is not None else []),
         ("guideline store", guidelines.prepare),
+        ("parse worker", guidelines.parser.warm),
     ])
     if settings.warm_embeddings:
         # Started after `initialize` has been answered (warm_delay_s): the handshake never waits.
@@ -120,6 +118,7 @@ def build_guidelines(settings: Settings, db: Database, agents: AgentStore) -> Gu
 async def open_app(settings: Settings) -> AsyncIterator[AppContext]:
     db = Database(settings.database_path)
     models = build_registry(settings)
+    guidelines: Guidelines | None = None
     try:
         agents = AgentStore(db)
         guidelines = build_guidelines(settings, db, agents)
@@ -135,6 +134,8 @@ async def open_app(settings: Settings) -> AsyncIterator[AppContext]:
         log.info("judge-mcp ready: data in %s, model %s", settings.home, settings.model)
         yield app
     finally:
+        if guidelines is not None:
+            guidelines.close()  # the warm parse workers
         await models.aclose()
         db.close()
 

@@ -62,6 +62,8 @@ class Settings(BaseSettings):
     chunk_overlap: int = Field(default=200, ge=0)
     parse_timeout_s: float = Field(default=60.0, gt=0)
     parse_memory_mb: int = Field(default=1024, ge=128)
+    parse_workers: int = Field(default=2, ge=1, le=16, description="Parse worker processes kept warm; "
+                               "at most this many documents are parsed at once, the rest wait their turn.")
     max_pdf_pages: int = Field(default=2000, ge=1)
     max_docx_uncompressed_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
     max_docx_ratio: float = Field(default=100.0, gt=1)
