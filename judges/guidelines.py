@@ -104,12 +104,14 @@ class GuidelineChunk(BaseModel):
     chunk_index: int
     page: int | None = None
     text: str
-    similarity: float = Field(description="1 − cosine distance, 0–1.")
+    similarity: float = Field(description="1 − cosine distance, 0–1 (the dense part; the threshold applies to it).")
+    bm25_score: float | None = Field(default=None, description="The chunk's BM25 score for the query "
+                                     "(hybrid retrieval); a chunk can be found by its words alone.")
 
     @classmethod
     def of(cls, hit: Hit) -> GuidelineChunk:
         return cls(document_id=hit.document_id, filename=hit.filename, chunk_index=hit.chunk_index, page=hit.page,
-                   text=hit.text, similarity=hit.similarity)
+                   text=hit.text, similarity=hit.similarity, bm25_score=hit.bm25)
 
 
 @dataclass(frozen=True)

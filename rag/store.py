@@ -11,6 +11,7 @@ import hashlib
 import logging
 import os
 import re
+import shutil
 import threading
 import time
 from collections import OrderedDict
@@ -41,6 +42,42 @@ class Hit:
     page: int | None
     text: str
     similarity: float
+    bm25: float | None = None  # the chunk's BM25 score for the query (hybrid and bm25 modes)
+
+
+Mode = str  # "hybrid" | "dense" | "bm25"
+MODES = ("hybrid", "dense", "bm25")
+RRF_K = 60  # reciprocal rank fusion: score = Σ 1 / (RRF_K + rank)
+
+
+def _stem(word: str) -> str:
+    """A light English suffix stripper, so "operators" meets "operator" and "rotating" meets "rotated"."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 5 and word.endswith("ing"):
+        return word[:-3]
+    if len(word) > 4 and word.endswith("ed"):
+        return word[:-2]
+    if len(word) > 4 and word.endswith("es") and word[-3] in "sxz":
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def _stem_words(words: list[str]) -> list[str]:
+    return [_stem(w) for w in words]
+
+
+def _tokenize(texts: list[str], return_ids: bool) -> Any:
+    import bm25s
+
+    return bm25s.tokenize(texts, stopwords="en", stemmer=_stem_words, return_ids=return_ids, show_progress=False)
+
+
+def _tokens(text: str) -> list[str]:
+    tokenized: list[list[str]] = _tokenize([text], return_ids=False)
+    return tokenized[0]
 
 
 def collection_name(agent_id: str) -> str:
@@ -194,6 +231,7 @@ class _Matrix:
     texts: list[str]
     metadatas: list[dict[str, Any]]
     documents: frozenset[str] = frozenset()
+    lexical: Any = None  # bm25s.BM25 over `texts`, built (or loaded) on first use
 
 
 def _store_errors(fn: Callable[..., R]) -> Callable[..., R]:
@@ -222,8 +260,11 @@ class GuidelineStore:
     PAGE = 5_000
 
     def __init__(self, embedder: Embedder, *, path: Path | None = None, url: str | None = None,
-                 cache_vectors: int | None = None):
+                 cache_vectors: int | None = None, mode: Mode = "hybrid"):
+        if mode not in MODES:
+            raise ValueError(f"unknown retrieval mode {mode!r}: use one of {', '.join(MODES)}")
         self.embedder = embedder
+        self.mode = mode
         self._path = path
         self._url = url
         if cache_vectors is not None:
@@ -246,6 +287,9 @@ class GuidelineStore:
             if self._ef is None:
                 import_numpy()
                 import chromadb  # noqa: F401
+
+                if self.mode != "dense":
+                    import bm25s  # noqa: F401
 
                 if self._url is None:
                     assert self._path is not None
@@ -436,25 +480,43 @@ class GuidelineStore:
     @_store_errors
     def search_vector(self, agent_id: str, vector: Sequence[float], top_k: int, threshold: float,
                       document_ids: Sequence[str] | None = None) -> list[Hit]:
-        """Best first; similarity = 1 − cosine distance; only chunks at or above the threshold,
-        and (when given) only of `document_ids`."""
+        """Dense only, best first; similarity = 1 − cosine distance; only chunks at or above the
+        threshold, and (when given) only of `document_ids`."""
+        return self._search(agent_id, vector, None, top_k, threshold, document_ids, "dense")
+
+    @_store_errors
+    def search(self, agent_id: str, query: str, top_k: int, threshold: float,
+               document_ids: Sequence[str] | None = None, mode: Mode | None = None) -> list[Hit]:
+        """Hybrid by default: the dense ranking (chunks at or above the similarity threshold) and the
+        BM25 ranking (chunks sharing a query term) fused by reciprocal rank, best first."""
+        mode = mode or self.mode
+        vector = None if mode == "bm25" else self.embedder.embed([query])[0]
+        return self._search(agent_id, vector, query, top_k, threshold, document_ids, mode)
+
+    def _search(self, agent_id: str, vector: Sequence[float] | None, query: str | None, top_k: int,
+                threshold: float, document_ids: Sequence[str] | None, mode: Mode) -> list[Hit]:
         if document_ids is not None and not document_ids:
             return []
         allowed = set(document_ids) if document_ids is not None else None
+        dimension = len(vector) if vector is not None else None
         if self._sync is not None:
             self._import()
             generation = self._sync.generation(f"agent:{agent_id}")
             matrix = self._cached(agent_id, generation)
-            if matrix is not None and matrix.vectors.shape[1] == len(vector):
-                return self._exact(matrix, vector, top_k, threshold, allowed)
+            if matrix is not None and dimension in (None, matrix.vectors.shape[1]):
+                return self._rank(agent_id, matrix, vector, query, top_k, threshold, allowed, mode)
         with self._use() as client:
-            coll = self._collection(client, agent_id, create=False, dimension=len(vector))
+            coll = self._collection(client, agent_id, create=False, dimension=dimension)
             if coll is None:
                 return []
             if self._sync is not None:
                 matrix = self._load_matrix(agent_id, coll, self._sync.generation(f"agent:{agent_id}"))
                 if matrix is not None:
-                    return self._exact(matrix, vector, top_k, threshold, allowed)
+                    return self._rank(agent_id, matrix, vector, query, top_k, threshold, allowed, mode)
+            # Past the in-memory limit (or on a Chroma server): Chroma's index, dense only.
+            if vector is None:
+                assert query is not None
+                vector = self.embedder.embed([query])[0]
             # A metadata filter makes Chroma scan SQLite (~90 ms at 10k chunks); chunks outside
             # `allowed` are rare (an upload in flight), so filter afterwards and only fall back
             # to Chroma's filter when that leaves too few.
@@ -463,6 +525,86 @@ class GuidelineStore:
             if allowed is not None and len(kept) < top_k and len(kept) < len(hits):
                 kept = self._query(coll, vector, top_k, threshold, {"document_id": {"$in": sorted(allowed)}})
             return kept[:top_k]
+
+    def _lexical(self, agent_id: str, m: _Matrix) -> Any:
+        """The agent's BM25 index: loaded from disk when saved at this generation, else built and saved."""
+        if m.lexical is not None:
+            return m.lexical
+        import bm25s
+
+        folder = None
+        if self._path is not None:
+            folder = self._path / "judge-mcp-bm25" / collection_name(agent_id)
+            saved = folder / f"g{m.generation}"
+            if saved.is_dir():
+                try:
+                    m.lexical = bm25s.BM25.load(str(saved))
+                    return m.lexical
+                except Exception as exc:  # a damaged file is rebuilt
+                    log.warning("rebuilding the BM25 index of %s: %s", agent_id, exc)
+        index = bm25s.BM25()
+        index.index(_tokenize(m.texts, return_ids=True), show_progress=False)
+        m.lexical = index
+        if folder is not None:
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                tmp = folder / f"tmp-{os.getpid()}-{threading.get_ident()}"
+                index.save(str(tmp))
+                try:
+                    os.rename(tmp, folder / f"g{m.generation}")
+                except OSError:  # another process saved this generation first
+                    shutil.rmtree(tmp, ignore_errors=True)
+                for old in folder.iterdir():
+                    if old.name != f"g{m.generation}" and not old.name.startswith("tmp-"):
+                        shutil.rmtree(old, ignore_errors=True)
+            except OSError as exc:
+                log.warning("could not save the BM25 index of %s: %s", agent_id, exc)
+        return index
+
+    def _rank(self, agent_id: str, m: _Matrix, vector: Sequence[float] | None, query: str | None, top_k: int,
+              threshold: float, allowed: set[str] | None, mode: Mode) -> list[Hit]:
+        """Dense: exact cosine top-k. BM25: chunks sharing a query term, by BM25 score. Hybrid: both
+        rankings (each up to max(50, 4·top_k) deep) fused by reciprocal rank; ties go to the
+        higher similarity. `similarity` is always the dense cosine."""
+        import numpy as np
+
+        if mode == "dense":
+            assert vector is not None
+            return self._exact(m, vector, top_k, threshold, allowed)
+        assert query is not None
+        depth = max(50, 4 * top_k)
+        mask = None if allowed is None or allowed.issuperset(m.documents) else np.isin(m.document_ids, list(allowed))
+        sims = m.vectors @ np.asarray(vector, dtype=np.float32) if vector is not None else None
+        fused: dict[int, float] = {}
+        if sims is not None:
+            keep = sims >= threshold if mask is None else (sims >= threshold) & mask
+            for rank, i in enumerate(self._top(sims, keep, depth)):
+                fused[i] = fused.get(i, 0.0) + 1.0 / (RRF_K + rank + 1)
+        tokens = _tokens(query)
+        scores = np.asarray(self._lexical(agent_id, m).get_scores(tokens), dtype=np.float32) if tokens else None
+        if scores is not None:
+            keep = scores > 0 if mask is None else (scores > 0) & mask
+            for rank, i in enumerate(self._top(scores, keep, depth)):
+                fused[i] = fused.get(i, 0.0) + 1.0 / (RRF_K + rank + 1)
+        order = sorted(fused, key=lambda i: (-fused[i], -(float(sims[i]) if sims is not None else 0.0), i))[:top_k]
+        hits = []
+        for i in order:
+            meta = m.metadatas[i]
+            hits.append(Hit(str(meta["document_id"]), str(meta["filename"]), int(meta["chunk_index"]),
+                            int(meta["page"]) if "page" in meta else None, m.texts[i],
+                            round(float(sims[i]), 4) if sims is not None else 0.0,
+                            round(float(scores[i]), 4) if scores is not None else None))
+        return hits
+
+    @staticmethod
+    def _top(values: Any, keep: Any, n: int) -> list[int]:
+        """Indices of the `n` largest kept values, largest first (stable)."""
+        import numpy as np
+
+        candidates = np.flatnonzero(keep)
+        if len(candidates) > n:
+            candidates = candidates[np.argpartition(-values[candidates], n - 1)[:n]]
+        return [int(i) for i in candidates[np.argsort(-values[candidates], kind="stable")]]
 
     @staticmethod
     def _exact(m: _Matrix, vector: Sequence[float], top_k: int, threshold: float,
@@ -495,8 +637,3 @@ class GuidelineStore:
                 hits.append(Hit(str(meta["document_id"]), str(meta["filename"]), int(meta["chunk_index"]),
                                 int(meta["page"]) if "page" in meta else None, text, round(similarity, 4)))
         return hits
-
-    def search(self, agent_id: str, query: str, top_k: int, threshold: float,
-               document_ids: Sequence[str] | None = None) -> list[Hit]:
-        (vector,) = self.embedder.embed([query])
-        return self.search_vector(agent_id, vector, top_k, threshold, document_ids)

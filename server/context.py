@@ -86,7 +86,7 @@ def build_guidelines(settings: Settings, db: Database, agents: AgentStore) -> Gu
 
     embedder = make_embedder(settings.embedding_backend, settings.embedding_model, settings.model_cache_dir)
     store = GuidelineStore(embedder, path=settings.chroma_path, url=settings.chroma_url,
-                           cache_vectors=settings.search_cache_vectors)
+                           cache_vectors=settings.search_cache_vectors, mode=settings.retrieval)
     ingest = IngestSettings(
         max_file_bytes=settings.max_upload_bytes, chunk_size=settings.chunk_size,
         chunk_overlap=settings.chunk_overlap, parse_timeout_s=settings.parse_timeout_s,

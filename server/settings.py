@@ -67,6 +67,8 @@ class Settings(BaseSettings):
     max_pdf_pages: int = Field(default=2000, ge=1)
     max_docx_uncompressed_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
     max_docx_ratio: float = Field(default=100.0, gt=1)
+    retrieval: str = Field(default="hybrid", pattern="^(hybrid|dense|bm25)$", description="How guideline chunks "
+                           "are ranked: hybrid (dense + BM25, reciprocal rank fusion), dense or bm25.")
     search_cache_vectors: int = Field(
         default=100_000, ge=0, description="Guideline vectors kept in memory for exact search (all agents together; "
         "384 floats each). An agent with more is searched through Chroma's own index.")

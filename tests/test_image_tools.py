@@ -347,7 +347,7 @@ async def test_a_failed_guideline_retrieval_is_reported_on_each_evaluation(
 
     alpha = await agent(ic, "alpha", 80)
     await call(ic, "upload_guideline", agent_id=alpha, text="Blue is HEX#488EFF.")
-    monkeypatch.setattr(GuidelineStore, "search_vector", broken)
+    monkeypatch.setattr(GuidelineStore, "search", broken)
     fake_server.respond_with(by_system({"alpha": verdict(70)}))
     result = await call(ic, "evaluate_image", brief="a red square", images=[image_b64])
     (evaluation,) = result["evaluations"]
