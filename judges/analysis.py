@@ -341,7 +341,7 @@ class CategoryResult(BaseModel):
 
 
 class AnalysisUsage(BaseModel):
-    model_calls: int = 0
+    model_calls: int = Field(default=0, description="Model requests sent, retries and repair rounds included.")
     input_tokens: int = 0
     output_tokens: int = 0
 
@@ -404,5 +404,5 @@ async def evaluate_analysis(
     all_checks = checks + [ch for r in ordered.values() for ch in r.checks.values()]
     total = sum(usage, Usage())
     return AnalysisResult(passed=all(c.passed for c in all_checks), checks=all_checks, categories=ordered,
-                          usage=AnalysisUsage(model_calls=len(usage), input_tokens=total.input_tokens,
+                          usage=AnalysisUsage(model_calls=total.requests, input_tokens=total.input_tokens,
                                               output_tokens=total.output_tokens))

@@ -50,6 +50,8 @@ class Judged(Generic[T]):
     latency_ms: float = 0.0
     attempts: int = 0
     model: str = ""
+    read_as: str | None = None
+    raw_texts: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -166,6 +168,41 @@ REPAIR_INSTRUCTION = (
     "in exactly the format asked for, and nothing else."
 )
 
+Conventions = Callable[[str], tuple[T, str]]
+Check = Callable[[T], None]
+# Failures a second ask cannot fix honestly: the reply held a verdict, but two, or one off the scale.
+TERMINAL: frozenset[str] = frozenset({"ambiguous", "out_of_range", "refusal"})
+
+
+def _kind(exc: Exception) -> FailureKind:
+    kind: FailureKind = getattr(exc, "kind", "parse_error")
+    return kind
+
+
+def read_reply(text: str, output: type[T], *, parse: Callable[[str], T] | None = None,
+               conventions: Conventions[T] | None = None, check: Check[T] | None = None) -> tuple[T, str]:
+    """(value, read_as) from one reply: tolerant JSON first, then the published conventions.
+
+    Raises OutputError (with `kind` when it is not a plain parse error)."""
+    parser: Callable[[str], T] = parse or (lambda t: parse_json_output(t, output))
+    try:
+        value = parser(text)
+        read_as = "json"
+    except ValueError as exc:  # OutputError and pydantic's ValidationError are ValueErrors
+        json_error = _describe(exc) if isinstance(exc, ValidationError) else str(exc)
+        if conventions is None:
+            raise OutputError(json_error) from None
+        try:
+            value, name = conventions(text)
+        except ValueError as conv:
+            if _kind(conv) != "parse_error":
+                raise
+            raise OutputError(f"{json_error}; {conv}") from None
+        read_as = f"convention:{name}"
+    if check is not None:
+        check(value)
+    return value, read_as
+
 
 async def run_judge(
     client: ModelClient,
@@ -173,12 +210,16 @@ async def run_judge(
     output: type[T],
     *,
     parse: Callable[[str], T] | None = None,
+    conventions: Conventions[T] | None = None,
+    check: Check[T] | None = None,
     repair: bool = True,
+    structured: bool = True,
 ) -> Judged[T]:
-    """Ask `client`, parse the reply as `output` (or with `parse`), repair once, else a typed failure."""
-    if parse is None and request.json_schema is None:
+    """The one reading path: ask `client`; read the reply as JSON (`output`, or `parse`), else by the
+    published `conventions`; `check` the value (e.g. its declared scale); one repair round for a reply
+    with no verdict; otherwise a typed failure keeping the raw text. `read_as` says how it was read."""
+    if structured and parse is None and request.json_schema is None:
         request = request.model_copy(update={"json_schema": json_schema(output)})
-    parser: Callable[[str], T] = parse or (lambda text: parse_json_output(text, output))
     outcome: Judged[T] = Judged(model=client.name)
 
     def fail(kind: FailureKind, message: str) -> Judged[T]:
@@ -190,9 +231,11 @@ async def run_judge(
         try:
             reply: ModelReply = await client.complete(request)
         except BackendError as err:
+            outcome.usage = outcome.usage + Usage(requests=getattr(err, "requests", 1))
             return fail(err.kind, str(err))
         outcome.raw_text = reply.text
-        outcome.usage = outcome.usage + reply.usage
+        outcome.raw_texts.append(reply.text)
+        outcome.usage = outcome.usage + reply.usage + Usage(requests=reply.requests)
         outcome.latency_ms += reply.latency_ms
         outcome.model = reply.model or outcome.model
         if reply.stop_reason == "refusal":
@@ -202,10 +245,14 @@ async def run_judge(
                 "truncated", f"the reply was cut at max_tokens ({request.max_tokens}); raise the limit or shorten the input"
             )
         try:
-            outcome.value = parser(reply.text)
+            outcome.value, read_as = read_reply(reply.text, output, parse=parse, conventions=conventions, check=check)
+            outcome.read_as = "repair" if round_ else read_as
             return outcome
-        except ValueError as exc:  # OutputError and pydantic's ValidationError are ValueErrors
+        except ValueError as exc:
             error = _describe(exc) if isinstance(exc, ValidationError) else str(exc)
+            kind = _kind(exc)
+            if kind in TERMINAL:
+                return fail(kind, error)
             if looks_like_refusal(reply.text):
                 return fail("refusal", error)
             if round_ == 0 and repair:
