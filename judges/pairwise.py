@@ -214,8 +214,11 @@ async def pairwise(client: ModelClient, *, kind: Kind, instruction: str, candida
     else:
         value, consistent = original.mapped, None
     orders = [results[o] for o in ("original", "swapped") if o in results]
-    margins = [m for o in orders if (m := o.margin) is not None and o.mapped == value]
-    margin = min(margins, key=_STRENGTH.__getitem__) if margins and consistent is not False else None
+    margin: Literal["strong", "slight", "tie"] | None = None
+    if consistent is not False:
+        for o in orders:
+            if o.margin is not None and o.mapped == value and (margin is None or _STRENGTH[o.margin] < _STRENGTH[margin]):
+                margin = o.margin
     last_raw = original.raw_responses[-1] if original.raw_responses else ""
     return CompareResult(
         type="pairwise_comparison", value=value, consistent=consistent,
