@@ -189,6 +189,8 @@ def read_reply(text: str, output: type[T], *, parse: Callable[[str], T] | None =
         value = parser(text)
         read_as = "json"
     except ValueError as exc:  # OutputError and pydantic's ValidationError are ValueErrors
+        if _kind(exc) != "parse_error":
+            raise  # the JSON held a verdict that cannot count (refused, ambiguous, off the scale)
         json_error = _describe(exc) if isinstance(exc, ValidationError) else str(exc)
         if conventions is None:
             raise OutputError(json_error) from None
