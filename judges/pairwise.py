@@ -282,14 +282,14 @@ def read_score(value: Any, family: str) -> float:
 VIESCORE_SCALE = (0.0, 10.0)
 
 
-def check_viescore_range(value: Any) -> None:
-    """Every number of a VIEScore `score` must lie on its 0–10 scale; out of it is a typed failure."""
+def check_viescore_range(value: Any, scale: tuple[float, float] = VIESCORE_SCALE) -> None:
+    """Every number of a VIEScore `score` must lie on its scale (0–10); out of it is a typed failure."""
     items = value if isinstance(value, list) else [value]
-    low, high = VIESCORE_SCALE
+    low, high = scale
     for item in items:
         number = _number(item)
         if number is not None and not low <= number <= high:
-            raise VerdictError(f"score {number:g} is outside VIEScore's scale {low:g}–{high:g}", "out_of_range")
+            raise VerdictError(f"score {number:g} is outside the declared scale {low:g}–{high:g}", "out_of_range")
 
 
 class VieReading(BaseModel):
@@ -297,29 +297,33 @@ class VieReading(BaseModel):
     raw: Any = None
 
 
-def parse_viescore(text: str, family: str) -> float:
-    """The score from a judge's reply: the last JSON object with a `score` field, checked against 0–10."""
-    return _viescore_json(text, family).score
+def parse_viescore(text: str, family: str, scale: tuple[float, float] = VIESCORE_SCALE) -> float:
+    """The score from a judge's reply: the last JSON object with a `score` field, checked against its scale."""
+    return _viescore_json(text, family, scale).score
 
 
-def _viescore_json(text: str, family: str) -> VieReading:
+def _viescore_json(text: str, family: str, scale: tuple[float, float]) -> VieReading:
     for candidate in reversed(json_candidates(text)):
         if isinstance(candidate, dict) and "score" in candidate:
-            check_viescore_range(candidate["score"])
+            check_viescore_range(candidate["score"], scale)
             return VieReading(score=read_score(candidate["score"], family), raw=candidate["score"])
     raise OutputError("no JSON object with a 'score' field in the reply")
 
 
-def _viescore_conventions(text: str) -> tuple[VieReading, str]:
-    read = read_rating(text)
-    if read.denominator is not None and read.denominator != VIESCORE_SCALE[1]:
-        raise VerdictError(f"the rating is given out of {read.denominator:g}, not VIEScore's 10", "out_of_range")
-    check_viescore_range(read.value)
-    return VieReading(score=read.value, raw=read.value), read.convention
+def _viescore_conventions(scale: tuple[float, float]) -> Any:
+    def read(text: str) -> tuple[VieReading, str]:
+        rating = read_rating(text)
+        if rating.denominator is not None and rating.denominator != scale[1]:
+            raise VerdictError(f"the rating is given out of {rating.denominator:g}, not the declared "
+                               f"{scale[0]:g}–{scale[1]:g}", "out_of_range")
+        check_viescore_range(rating.value, scale)
+        return VieReading(score=rating.value, raw=rating.value), rating.convention
+    return read
 
 
 async def viescore(client: ModelClient, *, kind: Kind, instruction: str, candidates: Sequence[Any],
-                   source: Any | None, prompt_id: str, retries: int) -> CompareResult:
+                   source: Any | None, prompt_id: str, retries: int,
+                   scale: tuple[float, float] = VIESCORE_SCALE) -> CompareResult:
     family = score_family(prompt_id)
     scores: list[float | None] = [None] * len(candidates)
     raws: dict[str, list[str]] = {}
@@ -329,8 +333,8 @@ async def viescore(client: ModelClient, *, kind: Kind, instruction: str, candida
 
     async def score(i: int) -> None:
         request = _request(_content(kind, instruction, candidates[i], None, source, prompt_id))
-        judged = await run_judge(client, request, VieReading, parse=lambda t: _viescore_json(t, family),
-                                 conventions=_viescore_conventions if family == "scalar" else None,
+        judged = await run_judge(client, request, VieReading, parse=lambda t: _viescore_json(t, family, scale),
+                                 conventions=_viescore_conventions(scale) if family == "scalar" else None,
                                  repair=retries > 0, structured=False)
         raws[f"edited_image_{i}"] = judged.raw_texts
         usages[i] = judged.usage
@@ -344,7 +348,7 @@ async def viescore(client: ModelClient, *, kind: Kind, instruction: str, candida
         for i in range(len(candidates)):
             tg.start_soon(score, i)
     meta: dict[str, Any] = {"vie_score": scores, "raw_response": {k: (v[-1] if v else "") for k, v in sorted(raws.items())},
-                            "attempts": dict(sorted(raws.items())), "family": family, "scale": list(VIESCORE_SCALE)}
+                            "attempts": dict(sorted(raws.items())), "family": family, "scale": list(scale)}
     total = sum(usages, Usage())
     common = dict(meta=meta, usage=total, read_as=read_as, failures=sorted(failures, key=lambda f: f["image"]))
     if len(candidates) == 1:
@@ -394,10 +398,18 @@ def resolve_candidates(candidates: Sequence[str], candidate_type: str, policy: A
 
 async def compare(client: ModelClient, *, instruction: str, candidates: Sequence[str], input_image: str | None,
                   method: str, swap: bool, prompt_id: str | None, prompt_version: str | None,
-                  candidate_type: str, policy: Any, retries: int) -> CompareResult:
+                  candidate_type: str, policy: Any, retries: int,
+                  score_scale: tuple[float, float] | None = None) -> CompareResult:
     """pairwise_compare: inputs checked against the prompt's declared schema before any model call."""
     if method not in ("pairwise", "viescore"):
         raise InputError("method must be pairwise or viescore")
+    if score_scale is not None:
+        if method != "viescore":
+            raise InputError("score_scale applies to method viescore (the scale its prompt scores on)")
+        low, high = score_scale
+        if not (math.isfinite(low) and math.isfinite(high)) or low >= high:
+            raise InputError(f"score_scale: min must be below max, e.g. {{\"min\": 0, \"max\": 10}} "
+                             f"(got {low:g}–{high:g})")
     if method == "pairwise" and len(candidates) != 2:
         raise InputError(f"method pairwise compares exactly two candidates (got {len(candidates)})")
     if method == "viescore" and len(candidates) not in (1, 2):
@@ -419,4 +431,4 @@ async def compare(client: ModelClient, *, instruction: str, candidates: Sequence
         return await pairwise(client, kind=kind, instruction=instruction, candidates=items, source=source,
                               prompt_id=prompt_id, swap=swap, retries=retries)
     return await viescore(client, kind=kind, instruction=instruction, candidates=items, source=source,
-                          prompt_id=prompt_id, retries=retries)
+                          prompt_id=prompt_id, retries=retries, scale=score_scale or VIESCORE_SCALE)

@@ -3,6 +3,7 @@ one repair retry, and otherwise a typed failure that keeps the raw text. Never a
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import re
@@ -78,7 +79,7 @@ def json_candidates(text: str) -> list[Any]:
     stripped = text.strip()
     for attempt in (stripped, _TRAILING_COMMA.sub(r"\1", stripped)):
         try:
-            value = json.loads(attempt)
+            value = json.loads(attempt, strict=False)
         except ValueError:
             continue
         return [value]
@@ -87,25 +88,36 @@ def json_candidates(text: str) -> list[Any]:
         found.extend(json_candidates(block) if block.strip() != stripped else [])
     if found:
         return found
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # raw newlines inside strings, as small models write them
     pos = text.find("{")
     while pos != -1:
         try:
             value, end = decoder.raw_decode(text, pos)
         except ValueError:
-            try:
-                # A trailing comma is the commonest near-miss; retry this span without it.
-                close = _matching_brace(text, pos)
-                value = json.loads(_TRAILING_COMMA.sub(r"\1", text[pos : close + 1])) if close else None
-                end = (close + 1) if close else pos + 1
-            except ValueError:
-                value, end = None, pos + 1
+            close = _matching_brace(text, pos)
+            value, end = (_near_json(text[pos : close + 1]) if close else None), ((close + 1) if close else pos + 1)
         if isinstance(value, dict):
             found.append(value)
             pos = text.find("{", end)
         else:
             pos = text.find("{", pos + 1)
     return found
+
+
+def _near_json(span: str) -> Any:
+    """A span that is almost JSON: a trailing comma (the commonest near-miss), or a Python dict literal
+    with single quotes, as some vision models write ({'score': [8, 9]}); None otherwise."""
+    try:
+        return json.loads(_TRAILING_COMMA.sub(r"\1", span), strict=False)
+    except ValueError:
+        pass
+    if len(span) > 100_000:
+        return None
+    try:
+        value = ast.literal_eval(span)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _matching_brace(text: str, start: int) -> int | None:

@@ -117,7 +117,10 @@ def _decide_markers(matches: list[re.Match[str]], what: str, norm: Callable[[str
 _BRACKET_RATING = re.compile(
     rf"(?P<label>{_RATING_LABEL}\s*(?:is\s*)?[:：=]?\s*)?\[\[\s*(?P<value>{_NUM})\s*(?:/\s*(?P<den>\d+(?:\.\d+)?)\s*)?\]\]",
     re.I)
-_RESULT_RATING = re.compile(rf"\[\s*RESULT\s*\]\s*[:：]?\s*\(?(?P<value>{_NUM})\)?(?![\d.]*\s*/)", re.I)
+_RESULT_RATING = re.compile(
+    rf"\[\s*RESULT\s*\]\s*[:：]?\s*\(?(?P<value>{_NUM})\)?(?:\s*(?:/|out\s+of)\s*(?P<den>\d+(?:\.\d+)?))?", re.I)
+# FastChat's two-score pair prompts: [[8, 7]] (Assistant A's, Assistant B's).
+_TWO_SCORES = re.compile(rf"\[\[\s*(?P<a>{_NUM})\s*,\s*(?P<b>{_NUM})\s*\]\]")
 _LABELLED_LINE = re.compile(
     rf"^(?:the\s+)?{_RATING_LABEL}\s*(?:\([^)\n]{{0,40}}\)\s*)?[:：=]\s*\[?\s*(?P<value>{_NUM})\s*\]?"
     rf"\s*(?:(?:/|out\s+of)\s*(?P<den>\d+(?:\.\d+)?))?$", re.I)
@@ -139,11 +142,23 @@ def read_rating(text: str) -> RatingRead:
         strong.append((value, "fastchat"))
         dens[value] = next((float(m.group("den")) for m in brackets if m.group("den")
                             and _number(m.group("value")) == value), None)
-    results = {_number(m.group("value")) for m in _RESULT_RATING.finditer(body)}
+    result_matches = list(_RESULT_RATING.finditer(body))
+    results = {_number(m.group("value")) for m in result_matches}
     if len(results) > 1:
         raise VerdictError(f"ambiguous: several different [RESULT] scores ({sorted(results)})", "ambiguous")
     if results:
-        strong.append((results.pop(), "prometheus"))
+        v = results.pop()
+        strong.append((v, "prometheus"))
+        den = next((m.group("den") for m in result_matches if m.group("den")), None)
+        if den:
+            dens[v] = float(den)
+    two = {(_number(m.group("a")), _number(m.group("b"))) for m in _TWO_SCORES.finditer(body)}
+    if two:
+        a, b = next(iter(two))
+        if len(two) > 1 or a != b:
+            raise VerdictError("ambiguous: the reply gives a score pair [[a, b]], FastChat's form for two answers, "
+                               "not one rating", "ambiguous")
+        strong.append((a, "fastchat_two_score"))
     for line in _lines(body):
         m = _LABELLED_LINE.match(_clean_line(line))
         if m:
@@ -194,6 +209,7 @@ _LLMBAR = re.compile(r"output\s*\(\s*(?P<value>[ab])\s*\)", re.I)
 _LLMBAR_DECIDES = re.compile(
     r"output\s*\(\s*(?P<value>[ab])\s*\)\s*(?:is|was|would\s+be)\s+(?:the\s+)?(?:clearly\s+|slightly\s+|much\s+)?"
     r"(?:better|superior|preferred|preferable|the\s+better\s+(?:one|output|response)|the\s+winner)", re.I)
+_AUTOJ = re.compile(r"final\s+decision\s+is\s*[:：]?\s*(?:\*\*)?\s*(?P<value>response\s*1|response\s*2|tie)\b", re.I)
 _PANDALM = re.compile(r"^\s*(?P<value>1|2|tie)\s*[.:)]?\s*$", re.I)
 _NEITHER = re.compile(r"^\s*(?:none|neither|neither\s+of\s+them|no\s+winner|n/?a|null)\s*\.?\s*$", re.I)
 _REFUSAL = re.compile(
@@ -282,6 +298,19 @@ def read_pair(text: str) -> PairRead:
                                "ambiguous")
         winner, margin = meanings.pop()
         found.append((winner, "arena_hard"))
+    two = {(_number(m.group("a")), _number(m.group("b"))) for m in _TWO_SCORES.finditer(body)}
+    if len(two) > 1:
+        raise VerdictError(f"ambiguous: several different score pairs ({sorted(two)})", "ambiguous")
+    if two:
+        a, b = scores = two.pop()
+        # FastChat counts a difference within 0.1 as a tie.
+        found.append(("A" if a - b > 0.1 else "B" if b - a > 0.1 else "tie", "fastchat_two_score"))
+    autoj = {re.sub(r"\s+", "", m.group("value")).lower() for m in _AUTOJ.finditer(body)}
+    if len(autoj) > 1:
+        raise VerdictError(f"ambiguous: several different final decisions ({sorted(autoj)})", "ambiguous")
+    if autoj:
+        decision: dict[str, Winner] = {"response1": "A", "response2": "B", "tie": "tie"}
+        found.append((decision[autoj.pop()], "auto_j"))
     results = {m.group("value").upper() for m in _RESULT_PAIR.finditer(body)}
     if len(results) > 1:
         raise VerdictError(f"ambiguous: several different [RESULT] verdicts ({sorted(results)})", "ambiguous")
@@ -301,7 +330,7 @@ def read_pair(text: str) -> PairRead:
             found.append((panda[m.group("value").upper()], "pandalm"))
         elif (pair := _SCORE_PAIR_LINE.match(first)):
             a, b = _number(pair.group("a")), _number(pair.group("b"))
-            scores = (a, b)
+            scores = scores or (a, b)
             found.append(("A" if a > b else "B" if b > a else "tie", "judgelm"))
     llmbar = _llmbar(body, lines)
     if llmbar is not None:

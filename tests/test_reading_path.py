@@ -211,3 +211,13 @@ async def test_evaluate_analysis_counts_repairs_and_retries_in_model_calls(tmp_p
     async with Client(create_server(settings)) as client:
         result = await call(client, "evaluate_analysis", analysis=json.dumps(GOOD), input_url="acme-robotics.com")
     assert len(fake_server.requests) == 4 and result["usage"]["model_calls"] == 4
+
+
+async def test_viescore_takes_a_declared_scale_per_call(c: Any, fake_server: FakeModelServer) -> None:
+    fake_server.respond_with(lambda rec: Scripted(text='{"score": 4, "reasoning": "fine"}'))
+    narrow = await call(c, "pairwise_compare", instruction="x", candidates=[IMAGE], method="viescore",
+                        score_scale={"min": 1, "max": 5})
+    off = await call(c, "pairwise_compare", instruction="x", candidates=[IMAGE], method="viescore",
+                     score_scale={"min": 0, "max": 3})
+    assert (narrow["value"], narrow["meta"]["scale"]) == (4, [1, 5])
+    assert off["value"] == "Failed" and off["failures"][0]["kind"] == "out_of_range"

@@ -243,3 +243,43 @@ def test_conventions_that_disagree_are_ambiguous() -> None:
 
 def test_pair_marker_inside_code_is_not_a_verdict() -> None:
     assert failure_kind(read_pair, "Format: `[[A]]` if A is better.\nBoth are fine.") == "parse_error"
+
+
+def test_prometheus_result_with_its_denominator_is_read() -> None:
+    r = read_rating("Feedback: solid. [RESULT] 4/5")
+    assert (r.value, r.convention, r.denominator) == (4, "prometheus", 5)
+
+
+def test_fastchat_two_score_pair_gives_the_higher_one() -> None:
+    r = read_pair("Assistant A is clearer.\n[[8, 6]]")
+    assert (r.winner, r.convention, r.scores) == ("A", "fastchat_two_score", (8, 6))
+
+
+def test_fastchat_two_scores_within_a_tenth_are_a_tie() -> None:
+    assert pair("[[7.5, 7.45]]") == ("tie", "fastchat_two_score")
+
+
+def test_fastchat_two_score_pair_is_ambiguous_as_one_rating() -> None:
+    assert failure_kind(read_rating, "[[8, 6]]") == "ambiguous"
+
+
+def test_auto_j_final_decision_is_read() -> None:
+    assert pair("Response 1 misses a step.\nSo, the final decision is Response 2.") == ("B", "auto_j")
+
+
+def test_auto_j_two_different_decisions_are_ambiguous() -> None:
+    assert failure_kind(read_pair, "the final decision is Response 1 ... no, the final decision is Tie") == "ambiguous"
+
+
+def test_raw_newlines_inside_a_json_string_still_parse() -> None:
+    from judges.parsing import json_candidates
+
+    assert json_candidates('Here: {"score": [8, 9], "reasoning": "line one\nline two"}') == [
+        {"score": [8, 9], "reasoning": "line one\nline two"}]
+
+
+def test_a_python_dict_literal_reply_is_read_as_json() -> None:
+    from judges.parsing import json_candidates
+
+    assert json_candidates("Result: {'score': [7, 9], 'reasoning': 'fine'} done") == [
+        {"score": [7, 9], "reasoning": "fine"}]
