@@ -99,10 +99,24 @@ def _agree(found: Sequence[tuple[Any, str]], what: str) -> tuple[Any, str]:
     return found[-1]
 
 
+_QUOTES = "\"'“”‘’「」『』«»"
+
+
+def _quoted(m: re.Match[str]) -> bool:
+    """A marker wrapped in quotes, as a judge writes when it repeats the format it was given
+    ('… strictly this format: "[[A]]" if A is better, "[[B]]" …')."""
+    text, start, end = m.string, m.start(), m.end()
+    before = text[max(0, start - 2):start].strip()
+    after = text[end:end + 2].strip()
+    return bool(before) and before[-1] in _QUOTES and bool(after) and after[0] in _QUOTES
+
+
 def _decide_markers(matches: list[re.Match[str]], what: str, norm: Callable[[str], Any]) -> Any | None:
-    """Labelled markers beat bare ones; different values among the deciding ones are ambiguous."""
+    """Quoted markers count only when nothing else does; labelled markers beat bare ones; different
+    values among the deciding ones are ambiguous."""
     if not matches:
         return None
+    matches = [m for m in matches if not _quoted(m)] or matches
     labelled = [m for m in matches if m.group("label")]
     deciding = labelled or matches
     values = {norm(m.group("value")) for m in deciding}

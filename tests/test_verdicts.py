@@ -283,3 +283,17 @@ def test_a_python_dict_literal_reply_is_read_as_json() -> None:
 
     assert json_candidates("Result: {'score': [7, 9], 'reasoning': 'fine'} done") == [
         {"score": [7, 9], "reasoning": "fine"}]
+
+
+def test_format_markers_the_judge_repeats_in_quotes_are_decoys() -> None:
+    text = ('I must answer strictly in the format "[[A]]" if assistant A is better, "[[B]]" if assistant B is '
+            'better, and "[[C]]" for a tie.\nAssistant B is more accurate.\n[[B]]')
+    assert pair(text) == ("B", "fastchat")
+
+
+def test_a_quoted_example_rating_is_a_decoy() -> None:
+    assert rating('The format is "Rating: [[5]]".\nThe answer is thorough.\nRating: [[8]]') == (8, "fastchat")
+
+
+def test_a_reply_that_is_only_a_quoted_marker_is_read() -> None:
+    assert pair('"[[A]]"') == ("A", "fastchat")
