@@ -221,3 +221,10 @@ async def test_viescore_takes_a_declared_scale_per_call(c: Any, fake_server: Fak
                      score_scale={"min": 0, "max": 3})
     assert (narrow["value"], narrow["meta"]["scale"]) == (4, [1, 5])
     assert off["value"] == "Failed" and off["failures"][0]["kind"] == "out_of_range"
+
+
+async def test_evaluate_analysis_says_how_each_category_was_read(c: Any, fake_server: FakeModelServer) -> None:
+    fake_server.respond_with(category_reply)
+    result = await call(c, "evaluate_analysis", analysis=json.dumps(GOOD), input_url="acme-robotics.com")
+    assert {name: r["read_as"] for name, r in result["categories"].items()} == {
+        "general_quality": "json", "founder_resonance": "json"}
