@@ -105,7 +105,8 @@ class GuardedClient:
         self.name = inner.name
         self.limiter = limiter
         self.policy = policy
-        self._verified = False
+        # Only API backends have keys to reject; the host's own model (sampling) needs no first call alone.
+        self._verified = not hasattr(inner, "base_url")
         self._first = anyio.Lock()
         self._rejected: BackendError | None = None
 

@@ -137,7 +137,7 @@ _RESULT_RATING = re.compile(
 _TWO_SCORES = re.compile(rf"\[\[\s*(?P<a>{_NUM})\s*,\s*(?P<b>{_NUM})\s*\]\]")
 _LABELLED_LINE = re.compile(
     rf"^(?:the\s+)?{_RATING_LABEL}\s*(?:\([^)\n]{{0,40}}\)\s*)?[:：=]\s*\[?\s*(?P<value>{_NUM})\s*\]?"
-    rf"\s*(?:(?:/|out\s+of)\s*(?P<den>\d+(?:\.\d+)?))?$", re.I)
+    rf"\s*\(?\s*(?:(?:/|out\s+of)\s*(?P<den>\d+(?:\.\d+)?))?\s*\)?$", re.I)
 _FRACTION_LINE = re.compile(rf"^\[?\s*(?P<value>{_NUM})\s*(?:/|out\s+of)\s*(?P<den>\d+(?:\.\d+)?)\s*\]?$", re.I)
 _LONE_BRACKET = re.compile(rf"^[ \t]*\[\s*(?P<value>{_NUM})\s*\][ \t]*$", re.M)
 _ONLY_NUMBER = re.compile(rf"^\s*(?:\*\*)?\s*(?P<value>{_NUM})\s*(?:\*\*)?\s*\.?\s*$")
@@ -349,6 +349,10 @@ def read_pair(text: str) -> PairRead:
     llmbar = _llmbar(body, lines)
     if llmbar is not None:
         found.append((llmbar, "llmbar"))
+    if len(lines) == 1 and not found:
+        alone = winner_word(_clean_line(lines[0]))  # the whole reply is "Image A", "B", "tie", …
+        if alone is not None:
+            found.append((alone, "winner_only"))
     if not found:
         if _REFUSAL.match(stripped):
             raise VerdictError("the judge refused to compare", "refusal")

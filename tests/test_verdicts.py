@@ -297,3 +297,17 @@ def test_a_quoted_example_rating_is_a_decoy() -> None:
 
 def test_a_reply_that_is_only_a_quoted_marker_is_read() -> None:
     assert pair('"[[A]]"') == ("A", "fastchat")
+
+
+def test_labelled_line_with_out_of_in_parentheses_is_read() -> None:
+    r = read_rating("Helpful and correct.\nScore: 8 (out of 10)")
+    assert (r.value, r.denominator) == (8, 10)
+
+
+@pytest.mark.parametrize(("reply", "winner"), [("Image A", "A"), ("B", "B"), ("**Response B**", "B"), ("Equal", "tie")])
+def test_a_reply_that_is_only_the_winner_is_read(reply: str, winner: str) -> None:
+    assert pair(reply) == (winner, "winner_only")
+
+
+def test_a_winner_word_inside_prose_is_not_read() -> None:
+    assert failure_kind(read_pair, "Image A has better colours, but Image B follows the brief.") == "parse_error"
