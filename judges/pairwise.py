@@ -258,7 +258,10 @@ def score_family(prompt_id: str) -> Literal["scalar", "instruction_following", "
 
 
 def read_score(value: Any, family: str) -> float:
-    """The seed's _parse_viescore on the `score` field: scalar, or a list read by the family."""
+    """The seed's _parse_viescore on the `score` field: scalar, or a list read by the family. A list
+    under a scalar prompt is read by VIEScore's own rule, the lowest score."""
+    if isinstance(value, list) and len(value) > 1 and family == "scalar":
+        family = "visual_quality"
     if family == "scalar" or not isinstance(value, list):
         if isinstance(value, list) and len(value) == 1:
             value = value[0]

@@ -55,7 +55,7 @@ def test_swapped_verdicts_map_back() -> None:
 @pytest.mark.parametrize(
     ("score", "family", "expected"),
     [("10", "scalar", 10.0), (7.5, "scalar", 7.5), (["8"], "scalar", 8.0), ([8, 2], "instruction_following", 8.0),
-     (["7", "9"], "visual_quality", 7.0), ([6, 3], "other", 3.0)],
+     (["7", "9"], "visual_quality", 7.0), ([6, 3], "other", 3.0), ([8, 6, 9], "scalar", 6.0)],
 )
 def test_score_fields_are_read_by_prompt_family(score: Any, family: str, expected: float) -> None:
     assert read_score(score, family) == expected
