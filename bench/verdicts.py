@@ -7,6 +7,8 @@ user would call, in-process through the MCP client:
   agent whose declared score_scale is 1–10 (MT-Bench style); the verdict is the evaluation's raw_score;
 - pairwise games (`g1_judgment`/`g2_judgment` + winners: MT-Bench pair) → pairwise_compare with
   swap, g1 as the original order and g2 as the swapped one, each order's verdict mapped back;
+- Arena-Hard judgment files (`games`: game 1 baseline first, game 2 swapped, arena-hard's `score`
+  label per game) → pairwise_compare with swap, compared as (winner, margin) as the judge saw them;
 - VIEScore records (`stored_record` after VIEScore's parsing, `raw_output` it could not parse) →
   pairwise_compare method=viescore (visual_quality@v2: the lowest score, VIEScore's own rule, for
   parsed records; the v1 scalar prompt, which also tries every rating convention, for raw outputs).
@@ -119,6 +121,35 @@ async def replay_pairs(client: Any, fake: Any, source: str, records: list[dict[s
     return out
 
 
+_ARENA_LABELS = {"A>>B": ("A", "strong"), "A>B": ("A", "slight"), "A=B": ("tie", "tie"), "B>A": ("B", "slight"),
+                 "B>>A": ("B", "strong")}
+
+
+async def replay_arena_games(client: Any, fake: Any, source: str, records: list[dict[str, Any]]) -> list[Outcome]:
+    """Arena-Hard judgment files: `games` [game 1: A = baseline, B = model; game 2 swapped], each with the
+    judge's `judgment` and arena-hard's reading `score` ("A>>B" … or null). Compared as (winner, margin)
+    in the order the judge saw."""
+    replies = {}
+    for i, r in enumerate(records):
+        for g, game in enumerate(r["games"][:2]):
+            first = "baseline" if g == 0 else "model"
+            replies[f"<response_a>\n[answer:{i}:{first}]"] = game["judgment"]
+    fake.replay_keyed(replies)
+    shown = {"Response A": "A", "Response B": "B", "Tie": "tie"}
+    out = []
+    for i, r in enumerate(records):
+        result = await _call(client, "pairwise_compare", {
+            "instruction": f"question {i}", "candidates": [f"[answer:{i}:baseline]", f"[answer:{i}:model]"],
+            "candidate_type": "text", "swap": len(r["games"]) > 1})
+        for g, (game, order) in enumerate(zip(r["games"], result["meta"]["orders"], strict=False)):
+            label = (game.get("score") or "").strip()
+            upstream = _ARENA_LABELS.get(label)
+            ours = None if order["verdict"] == "Failed" else (shown[order["verdict"]], order.get("margin"))
+            out.append(Outcome(source, f"{i}:game{g + 1}", upstream, ours, order.get("read_as"),
+                               order.get("failure_kind"), game["judgment"]))
+    return out
+
+
 async def replay_viescore(client: Any, fake: Any, source: str, records: list[dict[str, Any]], png: str) -> list[Outcome]:
     parsed = "stored_record" in records[0]
     texts = [json.dumps(r["stored_record"]) if parsed else r["raw_output"] for r in records]
@@ -176,6 +207,8 @@ async def replay_with(client: Any, fake: Any, sources: Sources) -> list[Outcome]
         first = records[0]
         if "g1_judgment" in first:
             outcomes += await replay_pairs(client, fake, source, records)
+        elif "games" in first:
+            outcomes += await replay_arena_games(client, fake, source, records)
         elif "stored_record" in first or "raw_output" in first:
             outcomes += await replay_viescore(client, fake, source, records, png)
         elif "judgment" in first:

@@ -94,3 +94,21 @@ async def test_replay_through_a_real_judge_mcp_stdio_process(fake_server_session
     assert total["agree"] == total["upstream_read"] - sum(
         1 for o in outcomes if o.upstream is not None and o.ours is None)
     assert sorted(rows) == sorted({*(source for source, _ in sample), "TOTAL"})
+
+
+@pytest.mark.anyio
+async def test_arena_hard_games_are_replayed_as_two_orders_with_their_margin(fake_server: FakeModelServer,
+                                                                          tmp_path: Path) -> None:
+    """The loader for Arena-Hard judgment files (game 1: baseline shown first, game 2 swapped)."""
+    records = [{"question_id": "q", "model": "m", "games": [
+        {"judgment": "My answer first...\nMy final verdict is: [[B>A]]", "score": "B>A"},
+        {"judgment": "Assistant A is far better.\nMy final verdict is: [[A>>B]]", "score": "A>>B"}]},
+        {"question_id": "r", "model": "m", "games": [
+            {"judgment": "[[A>B]] for style, but [[B>>A]] overall", "score": None},
+            {"judgment": "cut off befo", "score": None}]}]
+    outcomes = await replay_corpus([("arena_games", records)], fake_server, tmp_path / "home")
+    assert [(o.upstream, o.ours, o.read_as, o.failure) for o in outcomes] == [
+        (("B", "slight"), ("B", "slight"), "convention:arena_hard", None),
+        (("A", "strong"), ("A", "strong"), "convention:arena_hard", None),
+        (None, None, None, "ambiguous"),
+        (None, None, None, "parse_error")]
