@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,6 +27,19 @@ class RagConfig(BaseModel):
     )
 
 
+class ScoreScale(BaseModel):
+    """The scale a judge's prompt asks it to score on; readings are mapped from it to 0–100."""
+
+    min: float = Field(default=0, description="Lowest score the prompt allows, e.g. 1 for MT-Bench-style prompts.")
+    max: float = Field(default=100, description="Highest score the prompt allows, e.g. 10.")
+
+    def describe(self) -> str:
+        return f"{self.min:g}–{self.max:g}"
+
+    def to_100(self, value: float) -> float:
+        return round((value - self.min) / (self.max - self.min) * 100.0, 4)
+
+
 class Agent(BaseModel):
     id: str
     organization_id: str
@@ -37,6 +51,9 @@ class Agent(BaseModel):
     rag_config: RagConfig
     template_id: str | None = None
     model: str | None = Field(default=None, description="Model override for this agent, e.g. 'anthropic:<model>'.")
+    score_scale: ScoreScale = Field(default_factory=ScoreScale, description=(
+        "The scale the agent's prompt scores on (default 0–100); a reading outside it is a typed failure "
+        "out_of_range, never clamped, and a reading inside it is mapped to 0–100 (raw_score and scale are kept)."))
     created_at: str
     updated_at: str
     deleted_at: str | None = None
@@ -91,7 +108,7 @@ TEMPLATES: dict[str, AgentTemplate] = {
 
 SortKey = Literal["name", "created_at", "updated_at"]
 _EDITABLE = ("name", "system_prompt", "evaluation_categories", "scoring_weight", "optimization_weight",
-             "rag_config", "template_id", "model")
+             "rag_config", "template_id", "model", "score_scale")
 
 
 def _now() -> str:
@@ -128,6 +145,13 @@ def _check_fields(fields: dict[str, Any]) -> dict[str, Any]:
         out["rag_config"] = _check_rag(rag if isinstance(rag, RagConfig) else RagConfig.model_validate(rag))
     if out.get("template_id") is not None and out["template_id"] not in TEMPLATES:
         raise InputError(f"template_id {out['template_id']!r} is unknown; choose one of: {', '.join(TEMPLATES)}")
+    if out.get("score_scale") is not None:
+        scale = out["score_scale"]
+        scale = scale if isinstance(scale, ScoreScale) else ScoreScale.model_validate(scale)
+        if not (math.isfinite(scale.min) and math.isfinite(scale.max)) or scale.min >= scale.max:
+            raise InputError(f"score_scale: min must be below max, e.g. {{\"min\": 1, \"max\": 10}} "
+                             f"(got {scale.min:g}–{scale.max:g})")
+        out["score_scale"] = scale
     if out.get("model"):
         try:
             parse_model_string(out["model"])
@@ -154,6 +178,7 @@ class AgentStore:
         rag_config: RagConfig | dict[str, Any] | None = None,
         template_id: str | None = None,
         model: str | None = None,
+        score_scale: ScoreScale | dict[str, Any] | None = None,
     ) -> Agent:
         template = None
         if template_id is not None:
@@ -176,16 +201,19 @@ class AgentStore:
                 "rag_config": rag_config if rag_config is not None else RagConfig(),
                 "template_id": template_id,
                 "model": model or None,
+                "score_scale": score_scale if score_scale is not None else ScoreScale(),
             }
         )
         now = _now()
         agent = Agent(id=str(uuid.uuid4()), organization_id=org, created_at=now, updated_at=now, **fields)
         with self.db.transaction() as conn:
             conn.execute(
-                "INSERT INTO agents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,NULL)",
+                "INSERT INTO agents (id, organization_id, name, system_prompt, evaluation_categories, scoring_weight, "
+                "optimization_weight, rag_config, template_id, model, created_at, updated_at, deleted_at, score_scale) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,NULL,?)",
                 (agent.id, org, agent.name, agent.system_prompt, agent.evaluation_categories, agent.scoring_weight,
                  agent.optimization_weight, agent.rag_config.model_dump_json(), agent.template_id, agent.model,
-                 now, now),
+                 now, now, agent.score_scale.model_dump_json()),
             )
         return agent
 
@@ -226,11 +254,11 @@ class AgentStore:
         with self.db.transaction() as conn:
             conn.execute(
                 "UPDATE agents SET name=?, system_prompt=?, evaluation_categories=?, scoring_weight=?, "
-                "optimization_weight=?, rag_config=?, template_id=?, model=?, updated_at=? "
+                "optimization_weight=?, rag_config=?, template_id=?, model=?, updated_at=?, score_scale=? "
                 "WHERE id=? AND organization_id=? AND deleted_at IS NULL",
                 (updated.name, updated.system_prompt, updated.evaluation_categories, updated.scoring_weight,
                  updated.optimization_weight, updated.rag_config.model_dump_json(), updated.template_id,
-                 updated.model, updated.updated_at, agent_id, org),
+                 updated.model, updated.updated_at, updated.score_scale.model_dump_json(), agent_id, org),
             )
         return updated
 
@@ -246,4 +274,6 @@ class AgentStore:
 def _agent(row: Any) -> Agent:
     data = dict(row)
     data["rag_config"] = RagConfig.model_validate(json.loads(data["rag_config"]))
+    scale = data.pop("score_scale", None)
+    data["score_scale"] = ScoreScale.model_validate(json.loads(scale)) if scale else ScoreScale()
     return Agent.model_validate(data)

@@ -312,13 +312,15 @@ def _reply_model(spec: CategorySpec) -> type[BaseModel]:
 
 
 async def run_category(client: ModelClient, category: Category, variables: dict[str, Any],
-                       usage: list[Usage]) -> tuple[bool, dict[str, Check]]:
+                       usage: list[Usage], read_as: dict[str, str | None] | None = None) -> tuple[bool, dict[str, Check]]:
     spec = category.spec
     context = {**variables, "criteria": [c.model_dump() for c in spec.criteria]}
     request = ModelRequest(system=_render(category.system, context),
                            messages=[Message.user(_render(category.user, context))], temperature=0.0, max_tokens=2048)
     judged = await run_judge(client, request, _reply_model(spec))
     usage.append(judged.usage)
+    if read_as is not None:
+        read_as[category.name] = judged.read_as
     checks: dict[str, Check] = {}
     if judged.value is None:
         assert judged.failure is not None
@@ -338,10 +340,12 @@ async def run_category(client: ModelClient, category: Category, variables: dict[
 class CategoryResult(BaseModel):
     passed: bool
     checks: dict[str, Check]
+    read_as: str | None = Field(default=None, description="How the judge's reply was read: json or repair; "
+                                                          "null when it failed.")
 
 
 class AnalysisUsage(BaseModel):
-    model_calls: int = 0
+    model_calls: int = Field(default=0, description="Model requests sent, retries and repair rounds included.")
     input_tokens: int = 0
     output_tokens: int = 0
 
@@ -394,8 +398,9 @@ async def evaluate_analysis(
                      "product_overview": json.dumps(_get(data, "product_overview"), indent=1, ensure_ascii=False)}
 
         async def one(category: Category) -> None:
-            passed, category_checks = await run_category(client, category, variables, usage)
-            results[category.name] = CategoryResult(passed=passed, checks=category_checks)
+            how: dict[str, str | None] = {}
+            passed, category_checks = await run_category(client, category, variables, usage, how)
+            results[category.name] = CategoryResult(passed=passed, checks=category_checks, read_as=how.get(category.name))
 
         async with anyio.create_task_group() as tg:
             for category in categories:
@@ -404,5 +409,5 @@ async def evaluate_analysis(
     all_checks = checks + [ch for r in ordered.values() for ch in r.checks.values()]
     total = sum(usage, Usage())
     return AnalysisResult(passed=all(c.passed for c in all_checks), checks=all_checks, categories=ordered,
-                          usage=AnalysisUsage(model_calls=len(usage), input_tokens=total.input_tokens,
+                          usage=AnalysisUsage(model_calls=total.requests, input_tokens=total.input_tokens,
                                               output_tokens=total.output_tokens))

@@ -8,7 +8,7 @@ from typing import Any
 from .errors import BackendError
 from .guard import backend_error_from_sdk
 from .model import ImagePart, ModelReply, ModelRequest, StopReason, TextPart, Usage
-from .structured import StructuredMode, system_with_schema
+from .structured import StructuredMode, says_format_unsupported, system_with_schema
 
 _STOP: dict[str, StopReason] = {
     "end_turn": "end",
@@ -72,20 +72,31 @@ class AnthropicClient:
             payload["output_config"] = {"format": {"type": "json_schema", "schema": request.json_schema}}
         return payload
 
+    @property
+    def base_url(self) -> str:
+        return str(self._sdk.base_url) if self._sdk is not None else (self._base_url or "https://api.anthropic.com")
+
     async def complete(self, request: ModelRequest) -> ModelReply:
         client = self._client()
         started = time.monotonic()
+        sent = 0
         while True:
+            sent += 1
             try:
                 # Sent as built (see the OpenAI client): no recursive param transform per call.
                 resp = await client.post("/v1/messages", body=self._payload(request), cast_to=self._message_type())
                 break
             except Exception as exc:
-                err = exc if isinstance(exc, BackendError) else backend_error_from_sdk(exc)
-                if request.json_schema is not None and self.mode == "json_schema" and err.status == 400:
-                    # The model or schema is not accepted for structured outputs: say it in words instead.
+                err = exc if isinstance(exc, BackendError) else backend_error_from_sdk(exc, self.base_url)
+                if (request.json_schema is not None and self.mode == "json_schema" and err.status == 400
+                        and says_format_unsupported(err)):
+                    # The model or schema is not accepted for structured outputs: say it in words instead,
+                    # for this call and every later one of this model.
                     self.mode = "prompt"
                     continue
+                if err.status == 400:
+                    err = BackendError("backend_error", f"{self.base_url} refused the request (400): {err}", status=400)
+                err.requests = sent
                 raise err from exc
         text = "".join(getattr(b, "text", "") for b in resp.content if getattr(b, "type", "") == "text")
         usage = resp.usage
@@ -99,4 +110,5 @@ class AnthropicClient:
             ),
             latency_ms=(time.monotonic() - started) * 1000.0,
             model=resp.model or self.model,
+            requests=sent,
         )

@@ -71,6 +71,7 @@ class CodeVerdict(BaseModel):
     candidates: list[dict[str, Any]] | None = Field(default=None, description="Tournament reports, when candidates were given.")
     winner_index: int | None = None
     usage: Usage = Field(default_factory=Usage)
+    read_as: str | None = Field(default=None, description="How the model's verdict was read: json or repair.")
 
 
 def patch_summary(diff: str | None) -> list[dict[str, Any]]:
@@ -161,7 +162,7 @@ async def judge(client: ModelClient | None, *, spec: str, signals: Signals, runs
         overrides.append("verdict 'accept' overridden to 'revise': a gate failed")
     return CodeVerdict(verdict=final, scores=model_scores, explanations=v.explanations.model_dump(),
                        fix_plan=[s.model_dump() for s in v.fix_plan], status="ok", overrides=overrides,
-                       usage=judged.usage, **base)  # type: ignore[arg-type]
+                       usage=judged.usage, read_as=judged.read_as, **base)  # type: ignore[arg-type]
 
 
 async def gates_for(sandbox: Path, settings: GateSettings, gates: dict[str, list[str]] | None,
@@ -207,6 +208,7 @@ class ProposedPatch(BaseModel):
     error: str | None = None
     raw_response: str | None = None
     usage: Usage = Field(default_factory=Usage)
+    read_as: str | None = Field(default=None, description="How the fixer's last reply was read: json or repair.")
 
 
 class FixerPatch(JudgeModel):
@@ -254,7 +256,7 @@ async def propose(client: ModelClient, *, spec: str, sandbox: Path, brief: Proje
         report = validate_patch(patch, sandbox, max_ops=max_ops, max_bytes=max_bytes)
         if report.ok or round_ == 2:
             return ProposedPatch(patch=patch, validation=report, attempts=round_, status="ok" if report.ok else "invalid",
-                                 usage=usage)
+                                 usage=usage, read_as=judged.read_as)
         messages = [*messages, Message.assistant(judged.raw_text),
                     Message.user("The patch does not validate against the files:\n- " + "\n- ".join(report.errors)
                                  + "\nReturn a corrected patch JSON; copy every find text exactly from the files.")]

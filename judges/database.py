@@ -22,7 +22,8 @@ CREATE TABLE IF NOT EXISTS agents (
     model TEXT,
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
-    deleted_at TEXT
+    deleted_at TEXT,
+    score_scale TEXT
 );
 CREATE INDEX IF NOT EXISTS agents_org ON agents (organization_id, deleted_at);
 CREATE TABLE IF NOT EXISTS documents (
@@ -78,6 +79,14 @@ class Database:
         self._conn.execute("PRAGMA foreign_keys=ON")
         self._lock = threading.RLock()
         self._conn.executescript(SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Columns added after a data home was first created."""
+        with self._lock:
+            columns = {r["name"] for r in self._conn.execute("PRAGMA table_info(agents)").fetchall()}
+            if "score_scale" not in columns:
+                self._conn.execute("ALTER TABLE agents ADD COLUMN score_scale TEXT")
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

@@ -17,7 +17,8 @@ class ConfigError(RuntimeError):
     """The server is configured wrongly or incompletely; the message names the setting to change."""
 
 
-FailureKind = Literal["parse_error", "refusal", "truncated", "timeout", "rate_limited", "backend_error"]
+FailureKind = Literal["parse_error", "refusal", "truncated", "timeout", "rate_limited", "backend_error", "ambiguous",
+                      "out_of_range"]
 
 
 class BackendError(RuntimeError):
@@ -29,3 +30,4 @@ class BackendError(RuntimeError):
         self.status = status
         self.retryable = retryable
         self.retry_after: float | None = None
+        self.requests = 1  # HTTP requests spent before giving up (the guard adds its retries)

@@ -47,7 +47,8 @@ def parse_retry_after(headers: Any) -> float | None:
         return max(0.0, parsed.timestamp() - time.time())
 
 
-def backend_error_from_status(status: int, message: str, headers: Any = None, body: Any = None) -> BackendError:
+def backend_error_from_status(status: int, message: str, headers: Any = None, body: Any = None,
+                              base_url: str | None = None) -> BackendError:
     """Classify an HTTP error from a model API into a BackendError with a retry decision."""
     code = ""
     if isinstance(body, dict):
@@ -55,7 +56,8 @@ def backend_error_from_status(status: int, message: str, headers: Any = None, bo
         if isinstance(err, dict):
             code = str(err.get("code") or err.get("type") or "")
     if status in (401, 403):
-        return BackendError("backend_error", f"authentication failed ({status}): {message}", status=status)
+        where = f" by {base_url}" if base_url else ""
+        return BackendError("backend_error", f"the API key was rejected{where} ({status}): {message}", status=status)
     if status == 402 or code in _SPEND_LIMIT_CODES:
         return BackendError("backend_error", f"spend limit reached ({status}): {message}", status=status)
     err = BackendError(
@@ -68,13 +70,14 @@ def backend_error_from_status(status: int, message: str, headers: Any = None, bo
     return err
 
 
-def backend_error_from_sdk(exc: Exception) -> BackendError:
+def backend_error_from_sdk(exc: Exception, base_url: str | None = None) -> BackendError:
     """Map an openai/anthropic SDK exception (both share the same shape) to a BackendError."""
     status = getattr(exc, "status_code", None)
     if isinstance(status, int):
         response = getattr(exc, "response", None)
         headers = getattr(response, "headers", None)
-        return backend_error_from_status(status, str(getattr(exc, "message", exc)), headers, getattr(exc, "body", None))
+        return backend_error_from_status(status, str(getattr(exc, "message", exc)), headers, getattr(exc, "body", None),
+                                         base_url)
     name = type(exc).__name__
     if name == "APITimeoutError":
         return BackendError("timeout", f"model API timed out: {exc}", retryable=True)
@@ -92,13 +95,20 @@ class CallPolicy:
 
 
 class GuardedClient:
-    """Wraps a ModelClient with the shared concurrency cap, a total deadline and bounded retries."""
+    """Wraps a ModelClient with the shared concurrency cap, a total deadline and bounded retries.
+
+    A rejected key (401/403) is remembered: the first call of a client goes alone, and when the
+    backend rejects the key every later call fails at once, so a wrong key costs one request."""
 
     def __init__(self, inner: ModelClient, limiter: anyio.CapacityLimiter, policy: CallPolicy):
         self.inner = inner
         self.name = inner.name
         self.limiter = limiter
         self.policy = policy
+        # Only API backends have keys to reject; the host's own model (sampling) needs no first call alone.
+        self._verified = not hasattr(inner, "base_url")
+        self._first = anyio.Lock()
+        self._rejected: BackendError | None = None
 
     async def aclose(self) -> None:
         close = getattr(self.inner, "aclose", None)
@@ -106,31 +116,57 @@ class GuardedClient:
             await close()
 
     async def complete(self, request: ModelRequest) -> ModelReply:
+        if self._verified:
+            return await self._complete(request)
+        async with self._first:
+            return await self._complete(request)
+
+    async def _complete(self, request: ModelRequest) -> ModelReply:
+        if self._rejected is not None:
+            err = BackendError(self._rejected.kind, str(self._rejected), status=self._rejected.status)
+            err.requests = 0
+            raise err
         started = time.monotonic()
+        spent = [0]
         try:
             with anyio.fail_after(self.policy.deadline_s):
-                reply = await self._with_retries(request)
+                reply = await self._with_retries(request, spent)
         except TimeoutError:
-            raise BackendError("timeout", f"no reply from {self.name} within {self.policy.deadline_s:g} s") from None
+            err = BackendError("timeout", f"no reply from {self.name} within {self.policy.deadline_s:g} s")
+            err.requests = spent[0] + 1
+            raise err from None
+        except BackendError as err:
+            if err.status in (401, 403):
+                self._rejected = err
+            else:
+                self._verified = True  # the key was not refused: later calls need not wait for a first one
+            raise
+        self._verified = True
         reply.latency_ms = (time.monotonic() - started) * 1000.0
         return reply
 
-    async def _with_retries(self, request: ModelRequest) -> ModelReply:
+    async def _with_retries(self, request: ModelRequest, spent: list[int]) -> ModelReply:
         attempt = 0
         while True:
             try:
                 async with self.limiter:
-                    return await self.inner.complete(request)
+                    reply = await self.inner.complete(request)
+                reply.requests += spent[0]
+                return reply
             except BackendError as err:
+                spent[0] += err.requests
+                err.requests = spent[0]
                 if not err.retryable or attempt >= self.policy.max_retries:
                     raise
                 wait = getattr(err, "retry_after", None)
                 if wait is None:
                     wait = self.policy.backoff_base_s * (2**attempt) * (0.5 + random.random() / 2)
                 if wait > self.policy.max_retry_wait_s:
-                    raise BackendError(
-                        err.kind, f"{err} (asked to wait {wait:.0f} s, more than the {self.policy.max_retry_wait_s:g} s allowed)"
-                    ) from err
+                    late = BackendError(
+                        err.kind, f"{err} (asked to wait {wait:.0f} s, more than the {self.policy.max_retry_wait_s:g} s allowed)",
+                        status=err.status)
+                    late.requests = spent[0]
+                    raise late from err
                 attempt += 1
                 log.warning("%s: %s; retry %d/%d in %.2f s", self.name, err, attempt, self.policy.max_retries, wait)
                 await anyio.sleep(wait)

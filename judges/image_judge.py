@@ -12,10 +12,11 @@ from pydantic import BaseModel, Field, field_validator
 
 import prompts
 
-from .agents import Agent
+from .agents import Agent, ScoreScale
 from .errors import ConfigError
 from .model import Message, ModelClient, ModelRequest, TextPart, Usage
 from .parsing import JudgeModel, run_judge
+from .verdicts import VerdictError, read_rating
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ class ChecklistItem(JudgeModel):
 class ImageVerdict(JudgeModel):
     """What a judge agent answers about one image (the seed's default format, any key casing)."""
 
-    score: float = Field(ge=0, le=100)
+    score: float = Field(allow_inf_nan=False, description="The overall score on the agent's declared scale.")
     top_issue: TopIssue | None = None
     category_scores: dict[str, float] = {}
     what_worked: list[str] = []
@@ -77,7 +78,10 @@ class Evaluation(BaseModel):
     agent_name: str
     status: Literal["ok", "failed", "fallback"] = Field(
         description="ok: the judge scored; failed: no score (see error); fallback: the opt-in fallback score")
-    score: float | None = None
+    score: float | None = Field(default=None, description="0–100: the judge's reading mapped from its scale.")
+    raw_score: float | None = Field(default=None, description="The score as the judge wrote it, on `scale`.")
+    scale: ScoreScale | None = Field(default=None, description="The agent's declared score scale.")
+    read_as: str | None = Field(default=None, description="How the reply was read: json, convention:<name> or repair.")
     top_issue: TopIssue | None = None
     category_scores: dict[str, float] = {}
     what_worked: list[str] = []
@@ -122,19 +126,43 @@ def iteration_context(iteration: int, max_iterations: int, previous: Sequence[fl
     return ITERATION_CONTEXT.format(n=iteration, m=max_iterations, scores=", ".join(f"{s:g}" for s in previous))
 
 
+def own_format(agent: Agent) -> bool:
+    """The agent's system prompt brings its own OUTPUT FORMAT (seed 000): no schema is imposed."""
+    return "OUTPUT FORMAT" in agent.system_prompt
+
+
 def evaluation_text(agent: Agent, *, brief: str, prompt: str, context: str, guidelines: Sequence[str]) -> str:
     """The seed's evaluation prompt for one agent (the same for each of its images)."""
     return prompts.render(
         "image/judge@v1", iteration_context=context, brief=brief, prompt=prompt or "(not given)",
         guidelines=list(guidelines), categories=agent.evaluation_categories or "",
-        default_format="OUTPUT FORMAT" not in agent.system_prompt,
+        default_format=not own_format(agent), scale=f"{agent.score_scale.min:g}-{agent.score_scale.max:g}",
     )
+
+
+def scale_check(scale: ScoreScale) -> Callable[[ImageVerdict], None]:
+    def check(verdict: ImageVerdict) -> None:
+        if not scale.min <= verdict.score <= scale.max:
+            raise VerdictError(f"score {verdict.score:g} is outside the agent's declared scale {scale.describe()} "
+                               "(set the agent's score_scale to the scale its prompt uses)", "out_of_range")
+    return check
 
 
 def evaluation_request(agent: Agent, image: Any, text: str) -> ModelRequest:
     """The image first, then the fenced data, the instructions last; temperature 0.3 as in the seed."""
     return ModelRequest(system=agent.system_prompt, messages=[Message(role="user", content=[image, TextPart(text=text)])],
                         temperature=0.3, max_tokens=2048)
+
+
+def _with_denominator(scale: ScoreScale) -> Callable[[str], tuple[ImageVerdict, str]]:
+    """Rating conventions; a score written out of another maximum (7/5 on a 0–10 agent) is out of range."""
+    def read(text: str) -> tuple[ImageVerdict, str]:
+        rating = read_rating(text)
+        if rating.denominator is not None and rating.denominator != scale.max:
+            raise VerdictError(f"the score is given out of {rating.denominator:g}, but the agent's declared scale "
+                               f"is {scale.describe()}", "out_of_range")
+        return ImageVerdict(score=rating.value, feedback=text.strip()[:4000]), rating.convention
+    return read
 
 
 ClientFor = Callable[[Agent], ModelClient]
@@ -176,10 +204,14 @@ async def evaluate(agents: Sequence[Agent], images: Sequence[Any], *, brief: str
             results[slot] = Evaluation.model_validate(data)
             return
         request = evaluation_request(agent, image, texts[agent.id])
-        judged = await run_judge(client, request, ImageVerdict)
-        data.update(usage=judged.usage, latency_ms=round(judged.latency_ms, 1), model=judged.model)
+        scale = agent.score_scale
+        judged = await run_judge(client, request, ImageVerdict, conventions=_with_denominator(scale),
+                                 check=scale_check(scale), structured=not own_format(agent))
+        data.update(usage=judged.usage, latency_ms=round(judged.latency_ms, 1), model=judged.model, scale=scale)
         if judged.value is not None:
-            data.update(status="ok", **judged.value.model_dump())
+            verdict = judged.value.model_dump()
+            raw = verdict.pop("score")
+            data.update(status="ok", score=scale.to_100(raw), raw_score=raw, read_as=judged.read_as, **verdict)
         else:
             failure = judged.failure
             assert failure is not None

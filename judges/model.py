@@ -59,12 +59,14 @@ class Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
+    requests: int = Field(default=0, description="Model requests sent, retries and repair rounds included.")
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
+            requests=self.requests + other.requests,
         )
 
 
@@ -75,6 +77,7 @@ class ModelReply(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     latency_ms: float = 0.0
     model: str = ""
+    requests: int = Field(default=1, description="HTTP requests this reply took (format fallbacks, retries).")
 
 
 @runtime_checkable

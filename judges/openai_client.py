@@ -8,11 +8,9 @@ from typing import Any
 from .errors import BackendError
 from .guard import backend_error_from_sdk
 from .model import ImagePart, ModelReply, ModelRequest, StopReason, TextPart, Usage
-from .structured import StructuredMode, next_mode, system_with_schema
+from .structured import StructuredMode, next_mode, says_format_unsupported, system_with_schema
 
 _FINISH: dict[str, StopReason] = {"stop": "end", "length": "max_tokens", "content_filter": "refusal"}
-
-
 class OpenAIChatClient:
     """One model behind the chat completions API. The SDK is imported on first use."""
 
@@ -89,15 +87,21 @@ class OpenAIChatClient:
             payload["response_format"] = {"type": "json_object", "schema": request.json_schema}
         return payload
 
+    @property
+    def base_url(self) -> str:
+        return str(self._sdk.base_url) if self._sdk is not None else (self._base_url or "https://api.openai.com/v1")
+
     def _refused_format(self, err: BackendError) -> bool:
-        # A server that cannot do this response_format answers 400/422, or 500 (llama.cpp).
+        # A server that cannot do this response_format answers 400/422, or 500 (llama.cpp), saying so.
         codes = (400, 422, 500) if self.compatible else (400, 422)
-        return err.status in codes
+        return err.status in codes and says_format_unsupported(err)
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         client = self._client()
         started = time.monotonic()
+        sent = 0
         while True:
+            sent += 1
             try:
                 # The payload is built to the API's shape here; `post` sends it as is, skipping the
                 # SDK's recursive param transform (~4 ms of CPU a call, most of a judge's overhead).
@@ -105,12 +109,20 @@ class OpenAIChatClient:
                                          cast_to=self._completion_type())
                 break
             except Exception as exc:
-                err = exc if isinstance(exc, BackendError) else backend_error_from_sdk(exc)
+                err = exc if isinstance(exc, BackendError) else backend_error_from_sdk(exc, self.base_url)
                 following = next_mode(self.mode)
                 if request.json_schema is not None and following and self._refused_format(err):
-                    self.mode = following
+                    self.mode = following  # remembered for this model: later calls start here
                     continue
+                if err.status in (400, 422):
+                    err = BackendError("backend_error", f"{self.base_url} refused the request ({err.status}): {err}",
+                                       status=err.status)
+                err.requests = sent
                 raise err from exc
+        if not getattr(resp, "choices", None):
+            err = BackendError("backend_error", f"{self.base_url} answered with no choices (an empty reply)")
+            err.requests = sent
+            raise err
         choice = resp.choices[0]
         message = choice.message
         refusal = getattr(message, "refusal", None)
@@ -126,4 +138,5 @@ class OpenAIChatClient:
             ),
             latency_ms=(time.monotonic() - started) * 1000.0,
             model=getattr(resp, "model", None) or self.model,
+            requests=sent,
         )

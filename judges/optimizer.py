@@ -39,6 +39,7 @@ class OptimizedPrompt(BaseModel):
         default={}, description="Per agent id: why its guideline retrieval failed (it went on without them).")
     usage: Usage = Field(default_factory=Usage)
     model: str = ""
+    read_as: str | None = Field(default=None, description="How the model's reply was read: json or repair.")
 
 
 def _unique(items: Sequence[str]) -> list[str]:
@@ -82,4 +83,4 @@ async def optimize_prompt(client: ModelClient, *, brief: str, prompt: str, evalu
         new = new.rstrip() + "\n" + "\n".join(missing)
     return OptimizedPrompt(prompt=new, addressed=judged.value.addressed, preserved=preserved,
                            instructions_included=instructions, instructions_added=missing, issues=issues,
-                           usage=judged.usage, model=judged.model)
+                           usage=judged.usage, model=judged.model, read_as=judged.read_as)

@@ -1,17 +1,19 @@
 """A/B judging (seed 002: PairwiseJudge and VIEscorePipe), with position swap beyond the seed.
 
-pairwise: the model names a winner; aliases are normalised (image_a, image a, a → Image A; the
-same for B; tie, equal, both, none → Tie); anything else is retried, then "Failed" with every
-raw response kept. With swap, both orders are asked at once and the second is mapped back.
-viescore: the model gives scores; UnicEdit-style prompts a scalar, EditScore-style v2 prompts a
-list read by the prompt's family (instruction_following → score[0], visual_quality → min,
-otherwise score[1]).
+Every reply goes through the one reading path (judges.parsing.run_judge): a JSON `winner`
+(Image A / image_b / a / tie …), else the published pairwise conventions (judges.verdicts:
+FastChat [[A]], Arena-Hard [[A>>B]] with its margin, Prometheus [RESULT] A, LLMBar Output (a),
+AlpacaEval rankings, PandaLM 1/2/Tie, JudgeLM score pairs), one repair round, else "Failed" with
+the typed failure and every raw reply kept. "none"/"neither" is a failure, never a tie. With swap,
+both orders are asked at once and the second is mapped back.
+viescore: the model gives scores on the 0–10 scale (checked, never clamped); UnicEdit-style prompts a
+scalar, EditScore-style v2 prompts a list read by the prompt's family (instruction_following →
+score[0], visual_quality → min, otherwise score[1]).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -22,35 +24,51 @@ import prompts
 
 from .errors import InputError
 from .model import ImagePart, Message, ModelClient, ModelRequest, TextPart, Usage
-from .parsing import OutputError, json_candidates
+from .parsing import OutputError, json_candidates, run_judge
+from .verdicts import PairRead, VerdictError, read_pair, read_rating, winner_word
 
 Kind = Literal["image", "text"]
 LABELS: dict[Kind, tuple[str, str]] = {"image": ("Image A", "Image B"), "text": ("Response A", "Response B")}
-_TIE = {"tie", "equal", "both", "none", "c"}
+WINNER_KEYS = ("winner", "Winner", "WINNER", "choice", "answer", "verdict", "Verdict", "preferred", "better")
 
 
 def normalize_winner(raw: Any, kind: Kind = "image") -> str | None:
-    """The seed's alias table; None for anything else."""
-    if not isinstance(raw, str):
+    """The seed's alias table (image_a, image a, a → Image A; the same for B; tie, equal, both → Tie);
+    None for anything else, including "none"/"neither" (a failure, never a tie)."""
+    try:
+        winner = winner_word(raw)
+    except VerdictError:
         return None
-    text = re.sub(r"[\s_\-]+", " ", raw.strip().strip("\"'`*.[]()").lower()).strip()
+    return None if winner is None else label_of(winner, kind)
+
+
+def label_of(winner: str, kind: Kind) -> str:
     a, b = LABELS[kind]
-    for prefix in ("image ", "response ", "assistant ", "candidate ", ""):
-        if text == prefix + "a":
-            return a
-        if text == prefix + "b":
-            return b
-    return "Tie" if text in _TIE else None
+    return {"A": a, "B": b}.get(winner, "Tie")
 
 
-def winner_from_reply(text: str, kind: Kind) -> str | None:
-    """The winner from a reply: the last JSON object with a `winner` key, else the whole reply."""
+class PairVerdict(BaseModel):
+    winner: Literal["A", "B", "tie"]
+    margin: Literal["strong", "slight", "tie"] | None = None
+    scores: tuple[float, float] | None = None
+
+
+def parse_pair_json(text: str) -> PairVerdict:
+    """The last JSON object with a winner key (a refusal when it names neither candidate)."""
     for candidate in reversed(json_candidates(text)):
         if isinstance(candidate, dict):
-            for key in ("winner", "Winner", "WINNER", "choice", "answer"):
+            for key in WINNER_KEYS:
                 if key in candidate:
-                    return normalize_winner(candidate[key], kind)
-    return normalize_winner(text, kind)
+                    winner = winner_word(candidate[key])
+                    if winner is None:
+                        raise OutputError(f"winner {candidate[key]!r} is not A, B or tie")
+                    return PairVerdict(winner=winner)
+    raise OutputError("the reply holds no JSON object with a 'winner'")
+
+
+def pair_conventions(text: str) -> tuple[PairVerdict, str]:
+    read: PairRead = read_pair(text)
+    return PairVerdict(winner=read.winner, margin=read.margin, scores=read.scores), read.convention
 
 
 def swap_back(value: str, kind: Kind) -> str:
@@ -78,6 +96,13 @@ class OrderResult(BaseModel):
     verdict: str = Field(description="The normalised verdict as the model saw the candidates.")
     mapped: str = Field(description="The verdict in the original order.")
     raw_responses: list[str]
+    read_as: str | None = Field(default=None, description="json, convention:<name> or repair; null when failed.")
+    margin: Literal["strong", "slight", "tie"] | None = Field(
+        default=None, description="Arena-Hard strength (A>>B strong, A>B slight, A=B tie), when the judge gave one.")
+    scores: tuple[float, float] | None = Field(default=None, description="A judge's score pair (JudgeLM), as shown.")
+    failure_kind: str | None = None
+    error: str | None = None
+    usage: Usage = Field(default_factory=Usage)
 
 
 class CompareResult(BaseModel):
@@ -86,6 +111,11 @@ class CompareResult(BaseModel):
     consistent: bool | None = None
     meta: dict[str, Any]
     usage: Usage = Field(default_factory=Usage)
+    read_as: list[str | None] = Field(default=[], description="How each reply was read (json, convention:<name>, "
+                                                               "repair), per order or per image; null when it failed.")
+    margin: Literal["strong", "slight", "tie"] | None = Field(
+        default=None, description="The verdict's strength when the judge gave one (Arena-Hard); the weaker of two orders.")
+    failures: list[dict[str, str]] = Field(default=[], description="Each failed reply's kind and message.")
 
 
 # --- inputs, declared by the prompt assets -------------------------------------------------
@@ -142,44 +172,37 @@ def _content(kind: Kind, instruction: str, first: Any, second: Any | None, sourc
     return [*parts, TextPart(text=text)]
 
 
-async def _ask(client: ModelClient, content: list[TextPart | ImagePart], usage: list[Usage]) -> str:
-    from .errors import BackendError
-
-    request = ModelRequest(messages=[Message(role="user", content=content)], temperature=0.0, max_tokens=1024)
-    try:
-        reply = await client.complete(request)
-    except BackendError as err:
-        return f"[{err.kind}] {err}"
-    usage.append(reply.usage)
-    return reply.text
+def _request(content: list[TextPart | ImagePart]) -> ModelRequest:
+    return ModelRequest(messages=[Message(role="user", content=content)], temperature=0.0, max_tokens=1024)
 
 
 async def pairwise_order(client: ModelClient, kind: Kind, instruction: str, a: Any, b: Any, source: Any | None,
-                         prompt_id: str, retries: int, order: Literal["original", "swapped"],
-                         usage: list[Usage]) -> OrderResult:
-    raws: list[str] = []
-    verdict = "Failed"
-    for _ in range(retries + 1):
-        raw = await _ask(client, _content(kind, instruction, a, b, source, prompt_id), usage)
-        raws.append(raw)
-        found = winner_from_reply(raw, kind)
-        if found is not None:
-            verdict = found
-            break
+                         prompt_id: str, repair: bool, order: Literal["original", "swapped"]) -> OrderResult:
+    judged = await run_judge(client, _request(_content(kind, instruction, a, b, source, prompt_id)), PairVerdict,
+                             parse=parse_pair_json, conventions=pair_conventions, repair=repair, structured=False)
+    if judged.value is None:
+        assert judged.failure is not None
+        return OrderResult(order=order, verdict="Failed", mapped="Failed", raw_responses=judged.raw_texts,
+                           failure_kind=judged.failure.kind, error=judged.failure.message, usage=judged.usage)
+    verdict = label_of(judged.value.winner, kind)
     mapped = swap_back(verdict, kind) if order == "swapped" else verdict
-    return OrderResult(order=order, verdict=verdict, mapped=mapped, raw_responses=raws)
+    return OrderResult(order=order, verdict=verdict, mapped=mapped, raw_responses=judged.raw_texts,
+                       read_as=judged.read_as, margin=judged.value.margin, scores=judged.value.scores,
+                       usage=judged.usage)
+
+
+_STRENGTH = {"strong": 2, "slight": 1, "tie": 0}
 
 
 async def pairwise(client: ModelClient, *, kind: Kind, instruction: str, candidates: Sequence[Any],
                    source: Any | None, prompt_id: str, swap: bool, retries: int) -> CompareResult:
-    usage: list[Usage] = []
     a, b = candidates
     results: dict[str, OrderResult] = {}
 
     async def run(order: Literal["original", "swapped"]) -> None:
         first, second = (a, b) if order == "original" else (b, a)
         results[order] = await pairwise_order(client, kind, instruction, first, second, source, prompt_id,
-                                              retries, order, usage)
+                                              retries > 0, order)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run, "original")
@@ -191,10 +214,18 @@ async def pairwise(client: ModelClient, *, kind: Kind, instruction: str, candida
     else:
         value, consistent = original.mapped, None
     orders = [results[o] for o in ("original", "swapped") if o in results]
+    margin: Literal["strong", "slight", "tie"] | None = None
+    if consistent is not False:
+        for o in orders:
+            if o.margin is not None and o.mapped == value and (margin is None or _STRENGTH[o.margin] < _STRENGTH[margin]):
+                margin = o.margin
+    last_raw = original.raw_responses[-1] if original.raw_responses else ""
     return CompareResult(
         type="pairwise_comparison", value=value, consistent=consistent,
-        meta={"raw_response": original.raw_responses[-1], "orders": [o.model_dump() for o in orders]},
-        usage=sum(usage, Usage()),
+        meta={"raw_response": last_raw, "orders": [o.model_dump() for o in orders]},
+        usage=sum((o.usage for o in orders), Usage()), read_as=[o.read_as for o in orders], margin=margin,
+        failures=[{"order": o.order, "kind": o.failure_kind or "", "message": o.error or ""}
+                  for o in orders if o.failure_kind],
     )
 
 
@@ -227,7 +258,10 @@ def score_family(prompt_id: str) -> Literal["scalar", "instruction_following", "
 
 
 def read_score(value: Any, family: str) -> float:
-    """The seed's _parse_viescore on the `score` field: scalar, or a list read by the family."""
+    """The seed's _parse_viescore on the `score` field: scalar, or a list read by the family. A list
+    under a scalar prompt is read by VIEScore's own rule, the lowest score."""
+    if isinstance(value, list) and len(value) > 1 and family == "scalar":
+        family = "visual_quality"
     if family == "scalar" or not isinstance(value, list):
         if isinstance(value, list) and len(value) == 1:
             value = value[0]
@@ -248,49 +282,88 @@ def read_score(value: Any, family: str) -> float:
     return clean[1]
 
 
-def parse_viescore(text: str, family: str) -> float:
-    """The score from a judge's reply: the last JSON object with a `score` field."""
+VIESCORE_SCALE = (0.0, 10.0)
+
+
+def check_viescore_range(value: Any, scale: tuple[float, float] = VIESCORE_SCALE) -> None:
+    """Every number of a VIEScore `score` must lie on its scale (0–10); out of it is a typed failure."""
+    items = value if isinstance(value, list) else [value]
+    low, high = scale
+    for item in items:
+        number = _number(item)
+        if number is not None and not low <= number <= high:
+            raise VerdictError(f"score {number:g} is outside the declared scale {low:g}–{high:g}", "out_of_range")
+
+
+class VieReading(BaseModel):
+    score: float
+    raw: Any = None
+
+
+def parse_viescore(text: str, family: str, scale: tuple[float, float] = VIESCORE_SCALE) -> float:
+    """The score from a judge's reply: the last JSON object with a `score` field, checked against its scale."""
+    return _viescore_json(text, family, scale).score
+
+
+def _viescore_json(text: str, family: str, scale: tuple[float, float]) -> VieReading:
     for candidate in reversed(json_candidates(text)):
         if isinstance(candidate, dict) and "score" in candidate:
-            return read_score(candidate["score"], family)
+            check_viescore_range(candidate["score"], scale)
+            return VieReading(score=read_score(candidate["score"], family), raw=candidate["score"])
     raise OutputError("no JSON object with a 'score' field in the reply")
 
 
+def _viescore_conventions(scale: tuple[float, float]) -> Any:
+    def read(text: str) -> tuple[VieReading, str]:
+        rating = read_rating(text)
+        if rating.denominator is not None and rating.denominator != scale[1]:
+            raise VerdictError(f"the rating is given out of {rating.denominator:g}, not the declared "
+                               f"{scale[0]:g}–{scale[1]:g}", "out_of_range")
+        check_viescore_range(rating.value, scale)
+        return VieReading(score=rating.value, raw=rating.value), rating.convention
+    return read
+
+
 async def viescore(client: ModelClient, *, kind: Kind, instruction: str, candidates: Sequence[Any],
-                   source: Any | None, prompt_id: str, retries: int) -> CompareResult:
+                   source: Any | None, prompt_id: str, retries: int,
+                   scale: tuple[float, float] = VIESCORE_SCALE) -> CompareResult:
     family = score_family(prompt_id)
-    usage: list[Usage] = []
     scores: list[float | None] = [None] * len(candidates)
     raws: dict[str, list[str]] = {}
+    read_as: list[str | None] = [None] * len(candidates)
+    usages: list[Usage] = [Usage()] * len(candidates)
+    failures: list[dict[str, str]] = []
 
     async def score(i: int) -> None:
-        attempts: list[str] = []
-        for _ in range(retries + 1):
-            raw = await _ask(client, _content(kind, instruction, candidates[i], None, source, prompt_id), usage)
-            attempts.append(raw)
-            try:
-                scores[i] = parse_viescore(raw, family)
-                break
-            except OutputError:
-                continue
-        raws[f"edited_image_{i}"] = attempts
+        request = _request(_content(kind, instruction, candidates[i], None, source, prompt_id))
+        judged = await run_judge(client, request, VieReading, parse=lambda t: _viescore_json(t, family, scale),
+                                 conventions=_viescore_conventions(scale) if family == "scalar" else None,
+                                 repair=retries > 0, structured=False)
+        raws[f"edited_image_{i}"] = judged.raw_texts
+        usages[i] = judged.usage
+        if judged.value is not None:
+            scores[i], read_as[i] = judged.value.score, judged.read_as
+        else:
+            assert judged.failure is not None
+            failures.append({"image": str(i), "kind": judged.failure.kind, "message": judged.failure.message})
 
     async with anyio.create_task_group() as tg:
         for i in range(len(candidates)):
             tg.start_soon(score, i)
-    meta: dict[str, Any] = {"vie_score": scores, "raw_response": {k: v[-1] for k, v in sorted(raws.items())},
-                            "attempts": dict(sorted(raws.items())), "family": family}
-    total = sum(usage, Usage())
+    meta: dict[str, Any] = {"vie_score": scores, "raw_response": {k: (v[-1] if v else "") for k, v in sorted(raws.items())},
+                            "attempts": dict(sorted(raws.items())), "family": family, "scale": list(scale)}
+    total = sum(usages, Usage())
+    common = dict(meta=meta, usage=total, read_as=read_as, failures=sorted(failures, key=lambda f: f["image"]))
     if len(candidates) == 1:
         only = scores[0]
-        return CompareResult(type="single_score", value="Failed" if only is None else only, meta=meta, usage=total)
+        return CompareResult(type="single_score", value="Failed" if only is None else only, **common)  # type: ignore[arg-type]
     a, b = scores
     if a is None or b is None:
         value = "Failed"
     else:
         first, second = LABELS[kind]
         value = first if a > b else second if b > a else "Tie"
-    return CompareResult(type="pairwise_comparison", value=value, meta=meta, usage=total)
+    return CompareResult(type="pairwise_comparison", value=value, **common)  # type: ignore[arg-type]
 
 
 # --- the tool's core -----------------------------------------------------------------------
@@ -328,10 +401,18 @@ def resolve_candidates(candidates: Sequence[str], candidate_type: str, policy: A
 
 async def compare(client: ModelClient, *, instruction: str, candidates: Sequence[str], input_image: str | None,
                   method: str, swap: bool, prompt_id: str | None, prompt_version: str | None,
-                  candidate_type: str, policy: Any, retries: int) -> CompareResult:
+                  candidate_type: str, policy: Any, retries: int,
+                  score_scale: tuple[float, float] | None = None) -> CompareResult:
     """pairwise_compare: inputs checked against the prompt's declared schema before any model call."""
     if method not in ("pairwise", "viescore"):
         raise InputError("method must be pairwise or viescore")
+    if score_scale is not None:
+        if method != "viescore":
+            raise InputError("score_scale applies to method viescore (the scale its prompt scores on)")
+        low, high = score_scale
+        if not (math.isfinite(low) and math.isfinite(high)) or low >= high:
+            raise InputError(f"score_scale: min must be below max, e.g. {{\"min\": 0, \"max\": 10}} "
+                             f"(got {low:g}–{high:g})")
     if method == "pairwise" and len(candidates) != 2:
         raise InputError(f"method pairwise compares exactly two candidates (got {len(candidates)})")
     if method == "viescore" and len(candidates) not in (1, 2):
@@ -353,4 +434,4 @@ async def compare(client: ModelClient, *, instruction: str, candidates: Sequence
         return await pairwise(client, kind=kind, instruction=instruction, candidates=items, source=source,
                               prompt_id=prompt_id, swap=swap, retries=retries)
     return await viescore(client, kind=kind, instruction=instruction, candidates=items, source=source,
-                          prompt_id=prompt_id, retries=retries)
+                          prompt_id=prompt_id, retries=retries, scale=score_scale or VIESCORE_SCALE)

@@ -3,6 +3,7 @@ one repair retry, and otherwise a typed failure that keeps the raw text. Never a
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import re
@@ -50,6 +51,8 @@ class Judged(Generic[T]):
     latency_ms: float = 0.0
     attempts: int = 0
     model: str = ""
+    read_as: str | None = None
+    raw_texts: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -76,7 +79,7 @@ def json_candidates(text: str) -> list[Any]:
     stripped = text.strip()
     for attempt in (stripped, _TRAILING_COMMA.sub(r"\1", stripped)):
         try:
-            value = json.loads(attempt)
+            value = json.loads(attempt, strict=False)
         except ValueError:
             continue
         return [value]
@@ -85,25 +88,36 @@ def json_candidates(text: str) -> list[Any]:
         found.extend(json_candidates(block) if block.strip() != stripped else [])
     if found:
         return found
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # raw newlines inside strings, as small models write them
     pos = text.find("{")
     while pos != -1:
         try:
             value, end = decoder.raw_decode(text, pos)
         except ValueError:
-            try:
-                # A trailing comma is the commonest near-miss; retry this span without it.
-                close = _matching_brace(text, pos)
-                value = json.loads(_TRAILING_COMMA.sub(r"\1", text[pos : close + 1])) if close else None
-                end = (close + 1) if close else pos + 1
-            except ValueError:
-                value, end = None, pos + 1
+            close = _matching_brace(text, pos)
+            value, end = (_near_json(text[pos : close + 1]) if close else None), ((close + 1) if close else pos + 1)
         if isinstance(value, dict):
             found.append(value)
             pos = text.find("{", end)
         else:
             pos = text.find("{", pos + 1)
     return found
+
+
+def _near_json(span: str) -> Any:
+    """A span that is almost JSON: a trailing comma (the commonest near-miss), or a Python dict literal
+    with single quotes, as some vision models write ({'score': [8, 9]}); None otherwise."""
+    try:
+        return json.loads(_TRAILING_COMMA.sub(r"\1", span), strict=False)
+    except ValueError:
+        pass
+    if len(span) > 100_000:
+        return None
+    try:
+        value = ast.literal_eval(span)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _matching_brace(text: str, start: int) -> int | None:
@@ -166,6 +180,43 @@ REPAIR_INSTRUCTION = (
     "in exactly the format asked for, and nothing else."
 )
 
+Conventions = Callable[[str], tuple[T, str]]
+Check = Callable[[T], None]
+# Failures a second ask cannot fix honestly: the reply held a verdict, but two, or one off the scale.
+TERMINAL: frozenset[str] = frozenset({"ambiguous", "out_of_range", "refusal"})
+
+
+def _kind(exc: Exception) -> FailureKind:
+    kind: FailureKind = getattr(exc, "kind", "parse_error")
+    return kind
+
+
+def read_reply(text: str, output: type[T], *, parse: Callable[[str], T] | None = None,
+               conventions: Conventions[T] | None = None, check: Check[T] | None = None) -> tuple[T, str]:
+    """(value, read_as) from one reply: tolerant JSON first, then the published conventions.
+
+    Raises OutputError (with `kind` when it is not a plain parse error)."""
+    parser: Callable[[str], T] = parse or (lambda t: parse_json_output(t, output))
+    try:
+        value = parser(text)
+        read_as = "json"
+    except ValueError as exc:  # OutputError and pydantic's ValidationError are ValueErrors
+        if _kind(exc) != "parse_error":
+            raise  # the JSON held a verdict that cannot count (refused, ambiguous, off the scale)
+        json_error = _describe(exc) if isinstance(exc, ValidationError) else str(exc)
+        if conventions is None:
+            raise OutputError(json_error) from None
+        try:
+            value, name = conventions(text)
+        except ValueError as conv:
+            if _kind(conv) != "parse_error":
+                raise
+            raise OutputError(f"{json_error}; {conv}") from None
+        read_as = f"convention:{name}"
+    if check is not None:
+        check(value)
+    return value, read_as
+
 
 async def run_judge(
     client: ModelClient,
@@ -173,12 +224,16 @@ async def run_judge(
     output: type[T],
     *,
     parse: Callable[[str], T] | None = None,
+    conventions: Conventions[T] | None = None,
+    check: Check[T] | None = None,
     repair: bool = True,
+    structured: bool = True,
 ) -> Judged[T]:
-    """Ask `client`, parse the reply as `output` (or with `parse`), repair once, else a typed failure."""
-    if parse is None and request.json_schema is None:
+    """The one reading path: ask `client`; read the reply as JSON (`output`, or `parse`), else by the
+    published `conventions`; `check` the value (e.g. its declared scale); one repair round for a reply
+    with no verdict; otherwise a typed failure keeping the raw text. `read_as` says how it was read."""
+    if structured and parse is None and request.json_schema is None:
         request = request.model_copy(update={"json_schema": json_schema(output)})
-    parser: Callable[[str], T] = parse or (lambda text: parse_json_output(text, output))
     outcome: Judged[T] = Judged(model=client.name)
 
     def fail(kind: FailureKind, message: str) -> Judged[T]:
@@ -190,9 +245,11 @@ async def run_judge(
         try:
             reply: ModelReply = await client.complete(request)
         except BackendError as err:
+            outcome.usage = outcome.usage + Usage(requests=getattr(err, "requests", 1))
             return fail(err.kind, str(err))
         outcome.raw_text = reply.text
-        outcome.usage = outcome.usage + reply.usage
+        outcome.raw_texts.append(reply.text)
+        outcome.usage = outcome.usage + reply.usage + Usage(requests=reply.requests)
         outcome.latency_ms += reply.latency_ms
         outcome.model = reply.model or outcome.model
         if reply.stop_reason == "refusal":
@@ -202,10 +259,14 @@ async def run_judge(
                 "truncated", f"the reply was cut at max_tokens ({request.max_tokens}); raise the limit or shorten the input"
             )
         try:
-            outcome.value = parser(reply.text)
+            outcome.value, read_as = read_reply(reply.text, output, parse=parse, conventions=conventions, check=check)
+            outcome.read_as = "repair" if round_ else read_as
             return outcome
-        except ValueError as exc:  # OutputError and pydantic's ValidationError are ValueErrors
+        except ValueError as exc:
             error = _describe(exc) if isinstance(exc, ValidationError) else str(exc)
+            kind = _kind(exc)
+            if kind in TERMINAL:
+                return fail(kind, error)
             if looks_like_refusal(reply.text):
                 return fail("refusal", error)
             if round_ == 0 and repair:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
+from .errors import BackendError
 from .model import ModelRequest
 
 # native json_schema -> {"type": "json_object", "schema": ...} (llama.cpp's server) -> instructions only
@@ -28,3 +30,13 @@ def system_with_schema(request: ModelRequest) -> str | None:
     if request.json_schema is None:
         return request.system
     return "\n\n".join(p for p in (request.system, schema_instruction(request.json_schema)) if p)
+
+
+# What a server says when it cannot do a response_format / schema (OpenAI, vLLM, llama.cpp, Ollama).
+FORMAT_REFUSED = re.compile(r"response.?format|json.?schema|json.?object|structured.?output|\bschema\b|"
+                            r"output.?config|output.?format|guided.?(?:json|decoding)|grammar", re.I)
+
+
+def says_format_unsupported(err: BackendError) -> bool:
+    """A 400/422 (or a compatible server's 500) whose message is about the response format or schema."""
+    return bool(FORMAT_REFUSED.search(str(err)))

@@ -8,13 +8,16 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from judges.agents import TEMPLATES, Agent, RagConfig
+from judges.agents import TEMPLATES, Agent, RagConfig, ScoreScale
 
 from .context import app_of, organization_of
 from .errors import tool_errors
 
 AgentId = Annotated[str, Field(description="The agent's id, as create_agent or list_agents return it.")]
 Weight = Annotated[float | None, Field(description="0–100.")]
+SCALE_HELP = ("The scale the agent's prompt scores on, {min, max}; default {0, 100}. E.g. {1, 10} for an "
+              "MT-Bench-style 'Rating: [[x]]' prompt. Readings outside it fail as out_of_range; inside, they are "
+              "mapped to 0–100.")
 
 
 class AgentList(BaseModel):
@@ -47,12 +50,14 @@ def register(mcp: MCPServer) -> None:
             str | None, Field(description=f"A built-in agent: {', '.join(TEMPLATES)}.")
         ] = None,
         model: Annotated[str | None, Field(description="Model override, e.g. 'anthropic:<model>'.")] = None,
+        score_scale: Annotated[ScoreScale | None, Field(description=SCALE_HELP)] = None,
     ) -> Agent:
         """Create a judge agent. scoring_weight and optimization_weight default to 50 (or the template's)."""
         return app_of(ctx).agents.create(
             organization_of(ctx), name=name, system_prompt=system_prompt,
             evaluation_categories=evaluation_categories, scoring_weight=scoring_weight,
             optimization_weight=optimization_weight, rag_config=rag_config, template_id=template_id, model=model,
+            score_scale=score_scale,
         )
 
     @mcp.tool(annotations=READ)
@@ -85,12 +90,13 @@ def register(mcp: MCPServer) -> None:
         rag_config: RagConfig | None = None,
         template_id: str | None = None,
         model: Annotated[str | None, Field(description="Model override; '' clears it.")] = None,
+        score_scale: Annotated[ScoreScale | None, Field(description=SCALE_HELP)] = None,
     ) -> Agent:
         """Change the given fields of a judge agent; fields left out keep their values."""
         changes = dict(
             name=name, system_prompt=system_prompt, evaluation_categories=evaluation_categories,
             scoring_weight=scoring_weight, optimization_weight=optimization_weight, rag_config=rag_config,
-            template_id=template_id, model=model,
+            template_id=template_id, model=model, score_scale=score_scale,
         )
         return app_of(ctx).agents.update(organization_of(ctx), agent_id, changes)
 

@@ -8,6 +8,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from judges.agents import ScoreScale
 from judges.pairwise import CompareResult, compare
 
 from .context import app_of
@@ -30,6 +31,9 @@ def register(mcp: MCPServer) -> None:
         prompt_version: str | None = None,
         candidate_type: Annotated[Literal["auto", "image", "text"], Field(
             description="auto: images when every candidate is a data: URI, image base64 or an existing file.")] = "auto",
+        score_scale: Annotated[ScoreScale | None, Field(description=(
+            "viescore only: the scale the prompt scores on, {min, max}; default {0, 10}. A score outside it is a "
+            "typed failure out_of_range, never clamped."))] = None,
     ) -> CompareResult:
         """Which candidate is better (pairwise: Image A / Image B / Tie / Failed, with position-swap
         consistency), or VIEScore scores for one or two images."""
@@ -37,4 +41,5 @@ def register(mcp: MCPServer) -> None:
         return await compare(app.model_for(ctx), instruction=instruction, candidates=candidates,
                              input_image=input_image, method=method, swap=swap, prompt_id=prompt_id,
                              prompt_version=prompt_version, candidate_type=candidate_type,
-                             policy=app.images.settings.policy, retries=app.settings.pairwise_retries)
+                             policy=app.images.settings.policy, retries=app.settings.pairwise_retries,
+                             score_scale=None if score_scale is None else (score_scale.min, score_scale.max))

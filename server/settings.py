@@ -84,8 +84,9 @@ class Settings(BaseSettings):
     analysis_categories_dir: Path | None = Field(
         default=None, description="Extra evaluate_analysis categories: <dir>/<name>/{system.j2,user.j2,spec.json}.")
     gate_timeout_s: float = Field(default=120.0, gt=0, description="Wall-clock limit of one quality gate.")
-    pairwise_retries: int = Field(default=2, ge=0, le=10, description="Retries when a pairwise verdict is not "
-                                  "one of the accepted winners (the seed's retry budget).")
+    pairwise_retries: int = Field(default=2, ge=0, le=10, description="pairwise_compare's repair round: 0 turns "
+                                  "it off; any other value gives the one repair round every judge has (the "
+                                  "reading path asks again once, carrying what was wrong).")
     parse_fallback_score: float | None = Field(
         default=None, ge=0, le=100,
         description="Opt-in: score given to a judge whose reply cannot be parsed (the seed used 50). Off by default.",

@@ -1,8 +1,9 @@
 """A loopback HTTP server that speaks OpenAI chat completions and Anthropic messages.
 
-Replies come from a script: a queue of `Scripted` items (`enqueue`) or a function of the
-request (`respond_with`). Every request is recorded. Real SDKs point at it by base URL.
-Used by the tests and by bench/ scripts.
+Replies come from a script: a queue of `Scripted` items (`enqueue`), recorded replies keyed by
+a text the request carries (`replay_keyed`, the same reply for every ask, repairs included), or a
+function of the request (`respond_with`). Every request is recorded. Real SDKs point at it by
+base URL. Used by the tests and by bench/ scripts (bench/verdicts.py replays real judge replies).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class Scripted:
     input_tokens: int = 11
     output_tokens: int = 7
     cached_tokens: int = 0
+    empty_choices: bool = False  # an OpenAI-compatible body with "choices": [] (seen from some servers)
 
 
 @dataclass
@@ -90,6 +92,23 @@ class FakeModelServer:
 
     def respond_with(self, fn: Responder | None) -> None:
         self._responder = fn
+
+    def replay_keyed(self, replies: dict[str, str], default: Scripted | None = None) -> None:
+        """Answer each request with the recorded reply whose key occurs in the request's text, verbatim.
+
+        Keys are tried longest first, so a key that contains another wins; a request that carries
+        no key gets `default` (a 500 when none is given)."""
+        keys = sorted(replies, key=len, reverse=True)
+        missing = default or Scripted(status=500, text="no recorded reply carries a key of this request")
+
+        def respond(rec: Recorded) -> Scripted:
+            text = rec.text()
+            for key in keys:
+                if key in text:
+                    return Scripted(text=replies[key])
+            return missing
+
+        self.respond_with(respond)
 
     def reset(self) -> None:
         with self._lock:
@@ -152,6 +171,10 @@ def _success(api: str, body: dict[str, Any], r: Scripted) -> dict[str, Any]:
                       "cache_read_input_tokens": r.cached_tokens, "cache_creation_input_tokens": 0},
         }
     refused = r.stop == "refusal"
+    if r.empty_choices:
+        return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
+                "choices": [], "usage": {"prompt_tokens": r.input_tokens, "completion_tokens": 0,
+                                         "total_tokens": r.input_tokens}}
     return {
         "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
         "choices": [{

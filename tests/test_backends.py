@@ -128,7 +128,7 @@ async def test_529_overloaded_is_retried(fake_server: FakeModelServer, client_fo
 async def test_authentication_error_is_not_retried(fake_server: FakeModelServer, model: str, client_for: Callable[..., ModelClient]) -> None:
     fake_server.enqueue(Scripted(status=401, text="bad key"), '{"score": 1, "reason": "x"}')
     judged = await run_judge(client_for(fake_server, model), ask(), Score)
-    assert judged.failure is not None and "authentication failed" in judged.failure.message
+    assert judged.failure is not None and f"the API key was rejected by {fake_server.anthropic_url if model.startswith('anthropic') else fake_server.openai_url}" in judged.failure.message
     assert len(fake_server.requests) == 1
 
 

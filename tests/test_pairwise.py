@@ -14,7 +14,7 @@ from PIL import Image
 
 from judges.pairwise import combine_orders, normalize_winner, parse_viescore, read_score, swap_back
 from judges.parsing import OutputError
-from judges.verdicts import parse_pair_verdict
+from judges.verdicts import VerdictError, read_pair
 from server.app import create_server
 from server.settings import Settings
 from tests.conftest import corpus
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.anyio
     ("raw", "expected"),
     [("image_a", "Image A"), ("Image A", "Image A"), ("a", "Image A"), ("A", "Image A"),
      ("image_b", "Image B"), ("image b", "Image B"), ("b", "Image B"),
-     ("tie", "Tie"), ("Equal", "Tie"), ("both", "Tie"), ("none", "Tie"),
+     ("tie", "Tie"), ("Equal", "Tie"), ("both", "Tie"), ("none", None), ("neither", None),
      ("image c", None), ("the first one", None), ("", None), (None, None)],
 )
 def test_winner_normalisation_table(raw: Any, expected: str | None) -> None:
@@ -55,7 +55,7 @@ def test_swapped_verdicts_map_back() -> None:
 @pytest.mark.parametrize(
     ("score", "family", "expected"),
     [("10", "scalar", 10.0), (7.5, "scalar", 7.5), (["8"], "scalar", 8.0), ([8, 2], "instruction_following", 8.0),
-     (["7", "9"], "visual_quality", 7.0), ([6, 3], "other", 3.0)],
+     (["7", "9"], "visual_quality", 7.0), ([6, 3], "other", 3.0), ([8, 6, 9], "scalar", 6.0)],
 )
 def test_score_fields_are_read_by_prompt_family(score: Any, family: str, expected: float) -> None:
     assert read_score(score, family) == expected
@@ -101,9 +101,9 @@ def test_mtbench_pair_consistency_rate_matches_the_upstream_labels() -> None:
         verdicts = []
         for game, swapped in (("g1", False), ("g2", True)):
             try:
-                v = label[parse_pair_verdict(r[f"{game}_judgment"]).winner]
+                v = label[read_pair(r[f"{game}_judgment"]).winner]
                 verdicts.append(swap_back(v, "image") if swapped else v)
-            except OutputError:
+            except VerdictError:
                 verdicts.append("Failed")
         _, consistent = combine_orders(*verdicts)
         if consistent is not None:
@@ -128,7 +128,7 @@ RED, BLUE = png("red"), png("blue")
 
 def first_image(rec: Recorded) -> str:
     """Which candidate the model was shown as Image A (by its base64)."""
-    parts = rec.body["messages"][-1]["content"]
+    parts = [p for m in rec.body["messages"] if isinstance(m["content"], list) for p in m["content"]]
     urls = [p["image_url"]["url"] for p in parts if p.get("type") == "image_url"]
     return "red" if urls[0].endswith(RED) else "blue"
 
@@ -170,16 +170,18 @@ async def test_one_order_failing_gives_the_others_winner(pc: Any, fake_server: F
     result = await compare(pc, candidates=[RED, BLUE])
     assert (result["value"], result["consistent"]) == ("Image A", None)
     swapped = result["meta"]["orders"][1]
-    assert swapped["verdict"] == "Failed" and swapped["raw_responses"] == ["no idea"] * 3
+    assert swapped["verdict"] == "Failed" and swapped["raw_responses"] == ["no idea"] * 2
+    assert swapped["failure_kind"] == "parse_error"
 
 
-async def test_unparseable_answers_are_retried_then_failed_with_raw_text(pc: Any, fake_server: FakeModelServer) -> None:
-    replies = iter(["hmm", "the left one", "maybe"])
+async def test_unparseable_answers_get_one_repair_then_fail_with_raw_text(pc: Any, fake_server: FakeModelServer) -> None:
+    replies = iter(["hmm", "the left one"])
     fake_server.respond_with(answer(lambda r: next(replies)))
     result = await compare(pc, candidates=[RED, BLUE], swap=False)
     assert (result["value"], result["consistent"]) == ("Failed", None)
-    assert result["meta"]["raw_response"] == "maybe"
-    assert result["meta"]["orders"][0]["raw_responses"] == ["hmm", "the left one", "maybe"]
+    assert result["meta"]["raw_response"] == "the left one"
+    assert result["meta"]["orders"][0]["raw_responses"] == ["hmm", "the left one"]
+    assert result["failures"][0]["kind"] == "parse_error" and result["usage"]["requests"] == 2
 
 
 async def test_retry_succeeds_after_an_invalid_winner(pc: Any, fake_server: FakeModelServer) -> None:
@@ -187,6 +189,7 @@ async def test_retry_succeeds_after_an_invalid_winner(pc: Any, fake_server: Fake
     fake_server.respond_with(answer(lambda r: next(replies)))
     result = await compare(pc, candidates=[RED, BLUE], swap=False)
     assert result["value"] == "Image B" and len(fake_server.requests) == 2
+    assert result["read_as"] == ["repair"]
 
 
 async def test_text_candidates_use_response_labels_and_fences(pc: Any, fake_server: FakeModelServer) -> None:
