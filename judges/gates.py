@@ -299,8 +299,8 @@ def parse_gates(raw: object) -> dict[str, list[str]] | None:
     return {n: checked[n] for n in GATE_NAMES if n in checked}
 
 
-def default_gates(workdir: str, chosen: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
-    """The gate commands, as the gate sees its copy at `workdir`, with the caller's checked extras."""
+def default_gates(outdir: str, chosen: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
+    """The gate commands (run in the copy) with the caller's checked extras; result files go to `outdir`."""
     py = sys.executable
     chosen = {n: [] for n in GATE_NAMES} if chosen is None else chosen
 
@@ -318,11 +318,11 @@ def default_gates(workdir: str, chosen: dict[str, list[str]] | None = None) -> d
                              "--ignore-missing-imports", "--explicit-package-bases", *options, *(paths or ["."])]
     if "tests" in chosen:
         options, paths = split(chosen["tests"])
-        tests = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", f"{workdir}/{JUNIT}"]
+        tests = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", f"{outdir}/{JUNIT}"]
         try:
             import pytest_cov  # noqa: F401
 
-            tests += ["--cov", ".", "--cov-report", f"json:{workdir}/{COVERAGE}"]
+            tests += ["--cov", ".", "--cov-report", f"json:{outdir}/{COVERAGE}"]
         except ImportError:
             pass
         commands["tests"] = [*tests, *options, *paths]
@@ -379,7 +379,7 @@ def run_gates(sandbox: Path, settings: GateSettings, gates: dict[str, list[str]]
     """Run the gates (all three, or the caller's checked choice from `parse_gates`) on the copy and
     turn their output into the seed's signals."""
     workdir = sandboxing.WORKDIR if settings.sandbox else str(sandbox)
-    commands = default_gates(workdir, gates)
+    commands = default_gates(sandboxing.OUTDIR if settings.sandbox else str(sandbox), gates)
     signals = Signals(boundaryErrors=boundary_errors or [])
     runs = []
     tail: list[str] = []

@@ -41,6 +41,7 @@ log = logging.getLogger("judge_mcp")
 
 WORKDIR = "/judge/work"
 INDIR = "/judge/in"
+OUTDIR = "/judge/out"  # the gate's own result files (junit), apart from the work copy the tests may fill
 HOME = "/home/judge"
 SANDBOX_UID = 1000
 ENABLE_HINT = ("gates ran without a sandbox: install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) "
@@ -182,8 +183,8 @@ class PidsCgroup:
 def _script(limits: Limits, results: Sequence[str]) -> str:
     """The shell that starts the gate inside the sandbox: fill the work copy, set the limits, run the gate
     (stdin /dev/null), then hand the named result files out on fd 0 as `<name> <size>\\n<bytes>` frames."""
-    copy_out = "".join(f'[ -f "{name}" ] && [ ! -L "{name}" ] && {{ printf "%s %s\\n" "{name}" "$(wc -c < "{name}")"; '
-                       f'cat -- "{name}"; }} >&0 2>/dev/null\n' for name in results)
+    copy_out = "".join(f'f="{OUTDIR}/{name}"; [ -f "$f" ] && [ ! -L "$f" ] && {{ printf "%s %s\\n" "{name}" '
+                       f'"$(wc -c < "$f")"; cat -- "$f"; }} >&0 2>/dev/null\n' for name in results)
     return (
         f"cp -R {INDIR}/. {WORKDIR}/ || {{ echo 'judge-mcp: the work copy does not fit in "
         f"{limits.work_mb} MB' >&2; exit 125; }}\n"
@@ -254,7 +255,7 @@ def _data_fd(text: str) -> int:
 
 def prepare(bwrap: Bwrap, box: Path, argv: Sequence[str], limits: Limits, results: Sequence[str] = ()) -> Prepared:
     """The full command that runs `argv` (paths as seen inside: the work copy is WORKDIR) in a sandbox
-    over a copy of `box`. The files `results` (relative to the work copy) come back on stdin (see run)."""
+    over a copy of `box`. The files `results` (names in OUTDIR) come back on stdin (see run)."""
     cgroup = PidsCgroup(bwrap.pids_cgroup, limits.processes) if bwrap.pids_cgroup else None
     passwd = _data_fd(f"judge:x:{SANDBOX_UID}:{SANDBOX_UID}:judge:{HOME}:/bin/sh\n")
     group = _data_fd(f"judge:x:{SANDBOX_UID}:\n")
@@ -268,7 +269,7 @@ def prepare(bwrap: Bwrap, box: Path, argv: Sequence[str], limits: Limits, result
     cmd += ["--ro-bind-data", str(passwd), "/etc/passwd", "--ro-bind-data", str(group), "/etc/group",
             "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
             "--size", str(limits.tmp_mb << 20), "--tmpfs", HOME,
-            "--size", str(limits.work_mb << 20), "--tmpfs", WORKDIR,
+            "--size", str(limits.work_mb << 20), "--tmpfs", WORKDIR, "--size", str(16 << 20), "--tmpfs", OUTDIR,
             "--ro-bind", str(box), INDIR, "--remount-ro", "/", "--chdir", WORKDIR, "--clearenv"]
     for key, value in environment(bwrap.python).items():
         cmd += ["--setenv", key, value]
@@ -333,7 +334,7 @@ def run(prepared: Prepared, sink: int, timeout_s: float, results: int | None = N
     read it with read_results); at the timeout kill it all. Returns (exit code or None, timed out)."""
     try:
         proc = subprocess.Popen(prepared.argv, stdin=subprocess.DEVNULL if results is None else results, stdout=sink, stderr=subprocess.STDOUT,
-                                pass_fds=prepared.pass_fds, start_new_session=True, env={"PATH": "/usr/bin:/bin"})
+                                pass_fds=prepared.pass_fds, start_new_session=True, env={"PATH": "/usr/bin:/bin"}, cwd="/")
     finally:
         prepared.close()
     timed_out = False
