@@ -308,8 +308,8 @@ def _probe(bwrap: Bwrap) -> str | None:
 def detect(path: str | None = None) -> tuple[Bwrap | None, str]:
     """The bubblewrap to use and a one-line description, or None and why not (cached per process)."""
     found = path or shutil.which("bwrap")
-    if not found:
-        return None, "bwrap not found (Debian/Ubuntu: apt-get install bubblewrap)"
+    if not found or not os.path.exists(found):
+        return None, f"bwrap not found{f' at {path}' if path else ''} (Debian/Ubuntu: apt-get install bubblewrap)"
     try:
         version = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=10).stdout.split()[-1]
     except (OSError, IndexError, subprocess.TimeoutExpired) as exc:

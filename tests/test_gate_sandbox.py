@@ -435,3 +435,21 @@ async def test_stdio_without_a_sandbox_runs_gates_and_every_result_says_none(tmp
     assert [(g["name"], g["passed"], g["sandbox"]) for g in gates] == [
         ("lint", True, "none"), ("types", True, "none"), ("tests", True, "none")]
     assert all("apt-get install bubblewrap" in g["sandbox_note"] for g in gates)
+
+
+def test_option_values_are_joined_so_none_can_pass_for_an_option() -> None:
+    from judges.gates import parse_gates
+
+    assert parse_gates({"tests": ["-k", "-p evil", "-mslow", "--maxfail", "2"]}) == {
+        "tests": ["-k=-p evil", "-m=slow", "--maxfail=2"]}
+
+
+def test_a_list_of_names_chooses_gates_in_their_fixed_order() -> None:
+    from judges.gates import parse_gates
+
+    assert parse_gates(["tests", "lint"]) == {"lint": [], "tests": []}
+
+
+def test_a_missing_bwrap_is_reported_with_how_to_install_it() -> None:
+    bwrap, why = sandbox.detect("/nonexistent/bwrap")
+    assert (bwrap, why) == (None, "bwrap not found at /nonexistent/bwrap (Debian/Ubuntu: apt-get install bubblewrap)")
