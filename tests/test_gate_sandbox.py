@@ -17,6 +17,7 @@ import ast
 import json
 import os
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -453,3 +454,23 @@ def test_a_list_of_names_chooses_gates_in_their_fixed_order() -> None:
 def test_a_missing_bwrap_is_reported_with_how_to_install_it() -> None:
     bwrap, why = sandbox.detect("/nonexistent/bwrap")
     assert (bwrap, why) == (None, "bwrap not found at /nonexistent/bwrap (Debian/Ubuntu: apt-get install bubblewrap)")
+
+
+def test_without_a_cgroup_the_process_limit_binds_an_unprivileged_server() -> None:
+    """The RLIMIT_NPROC path a server not running as root takes (as root here: the sandbox is started as
+    nobody, so the limit is not exempt)."""
+    bwrap = require_bwrap()
+    plain = sandbox.Bwrap(path=bwrap.path, version=bwrap.version, read_only=(("/usr", "/usr"),),
+                          symlinks=bwrap.symlinks, pids_cgroup=None)
+    box = Path(tempfile.mkdtemp(prefix="judge-nproc-"))  # pytest's tmp_path is not traversable for nobody
+    box.chmod(0o755)
+    loop = "n=0; while [ $n -lt 200 ]; do sleep 5 & n=$((n+1)); done; echo all 200 started"
+    prepared = sandbox.prepare(plain, box, ["/bin/sh", "-c", loop], sandbox.Limits(processes=32))
+    as_nobody: dict[str, Any] = {"user": 65534, "group": 65534, "extra_groups": []} if os.geteuid() == 0 else {}
+    try:
+        proc = subprocess.run(prepared.argv, pass_fds=prepared.pass_fds, capture_output=True, text=True, timeout=60,
+                              env={"PATH": "/usr/bin:/bin"}, cwd="/", **as_nobody)
+    finally:
+        prepared.close()
+        box.rmdir()
+    assert "Cannot fork" in proc.stderr and "all 200 started" not in proc.stdout
