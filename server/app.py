@@ -83,7 +83,7 @@ def create_server(settings: Settings, *, http_auth: bool = False, base_url: str 
     image_tools.register(mcp)
     compare_tools.register(mcp)
     patch_tools.register(mcp)
-    code_tools.register(mcp)
+    code_tools.register(mcp, settings)
     analysis_tools.register(mcp)
     for prompt_id in prompts.list_templates():
         mcp.add_prompt(_prompt_asset(prompt_id))

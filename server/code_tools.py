@@ -2,24 +2,74 @@
 
 from __future__ import annotations
 
+import logging
+import math
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from judges import sandbox
 from judges.code_judge import CodeVerdict, ProposedPatch, judge_code, propose_patch
 from judges.errors import ConfigError
-from judges.gates import GateSettings, SourceFile, check_custom_gates
+from judges.gates import GateSettings, SourceFile, parse_gates
 
 from .context import app_of
 from .errors import tool_errors
+from .settings import Settings
+
+log = logging.getLogger("judge_mcp")
 
 Root = Annotated[str | None, Field(description="The project directory (inside the allowed roots); gates run on a copy.")]
 Files = Annotated[list[SourceFile] | None, Field(description="Or the files themselves: [{path, content}].")]
 
 
-def register(mcp: MCPServer) -> None:
+def gate_sandbox(settings: Settings) -> tuple[sandbox.Bwrap | None, str]:
+    """The sandbox gates run in (None: unsandboxed) and a one-line description or reason."""
+    if settings.gate_sandbox == "none":
+        return None, "JUDGE_MCP_GATE_SANDBOX=none"
+    return sandbox.detect()
+
+
+def gate_settings(settings: Settings) -> GateSettings:
+    bwrap, _ = gate_sandbox(settings)
+    limits = sandbox.Limits(cpu_s=max(1, math.ceil(settings.gate_timeout_s)), memory_mb=settings.gate_memory_mb,
+                            processes=settings.gate_max_processes, work_mb=settings.gate_disk_mb)
+    return GateSettings(timeout_s=settings.gate_timeout_s, sandbox=bwrap, limits=limits)
+
+
+def check_gates_may_run(settings: Settings, gates: GateSettings) -> None:
+    """Over HTTP with bearer tokens (several organizations) gates never run unsandboxed unless the
+    operator said so."""
+    from mcp.server.auth.middleware.auth_context import get_access_token
+
+    if gates.sandbox is None and get_access_token() is not None and not settings.unsandboxed_gates:
+        _, why = gate_sandbox(settings)
+        raise ConfigError(
+            f"gates run the caller's code and there is no sandbox for them here ({why}), so this server with "
+            "several organizations refuses to run them. Install bubblewrap (apt-get install bubblewrap) on a host "
+            "that allows user namespaces, or set JUDGE_MCP_UNSANDBOXED_GATES=1 to run gates without a sandbox "
+            "(any organization's code could then read the server's data and secrets). judge_code with "
+            "run_gates=false still works.")
+
+
+def log_gate_sandbox(settings: Settings) -> None:
+    """At start: which sandbox gates use; JUDGE_MCP_GATE_SANDBOX=bwrap stops the server without one."""
+    bwrap, why = gate_sandbox(settings)
+    if bwrap is not None:
+        log.info("gate sandbox: %s", why)
+    elif settings.gate_sandbox == "bwrap":
+        raise SystemExit(f"judge-mcp: JUDGE_MCP_GATE_SANDBOX=bwrap but the sandbox cannot be used: {why}")
+    else:
+        log.warning("gate sandbox: none (%s); judge_code gates run unisolated%s", why,
+                    "" if not settings.tokens or settings.unsandboxed_gates
+                    else ", and are refused over HTTP with tokens unless JUDGE_MCP_UNSANDBOXED_GATES=1")
+
+
+def register(mcp: MCPServer, settings: Settings | None = None) -> None:
+    if settings is not None:
+        log_gate_sandbox(settings)
     # The functions carry a suffix only so they do not shadow the core functions they call.
     @mcp.tool(name="judge_code", annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=False,
                                                              open_world_hint=True))
@@ -31,8 +81,15 @@ def register(mcp: MCPServer) -> None:
         files: Files = None,
         diff: Annotated[str | None, Field(description="The change under review, as a unified diff.")] = None,
         run_gates: Annotated[bool, Field(description="Run ruff, mypy and pytest on a copy of the code.")] = True,
-        gates: Annotated[dict[str, list[str]] | None, Field(
-            description="Override gates by name (lint/types/tests) as argument lists starting with ruff, mypy or pytest.")] = None,
+        gates: Annotated[list[str] | dict[str, list[str]] | None, Field(
+            description="Which gates to run: a list of names (lint, types, tests), or {name: [arguments]} adding "
+                        "test node ids / paths relative to the project and allowlisted options: tests (pytest) "
+                        "-k, -m, -x, -q, -v, --maxfail, --tb; lint (ruff) --select, --ignore, --extend-select, "
+                        "--line-length, --target-version; types (mypy) --strict, --check-untyped-defs, "
+                        "--disallow-untyped-defs, --disallow-incomplete-defs, --warn-unused-ignores, "
+                        "--warn-return-any, --no-implicit-optional, --python-version. The server builds the "
+                        "commands; e.g. {\"tests\": [\"-x\", \"tests/test_cart.py::test_total\"]}. "
+                        "Default: all three.")] = None,
         model_notes: str | None = None,
         candidates: Annotated[list[list[SourceFile]] | None, Field(
             description="Several file sets: the gates pick a winner, which is then judged.")] = None,
@@ -40,14 +97,18 @@ def register(mcp: MCPServer) -> None:
         """accept / revise / reject with 8 scores, explanations and a fix plan, kept consistent with the gates.
         Without a model backend, the gates' own verdict (status no_model)."""
         app = app_of(ctx)
+        chosen = parse_gates(gates)
+        settings = gate_settings(app.settings)
+        if run_gates or candidates:
+            check_gates_may_run(app.settings, settings)
         try:
             client: Any = app.model_for(ctx)
         except ConfigError:
             client = None
         return await judge_code(
             client, spec=spec, root=root, files=files, diff=diff, run_gates_=run_gates,
-            gates=check_custom_gates(gates) if gates else None, model_notes=model_notes, candidates=candidates,
-            allowed_roots=app.settings.allowed_roots, settings=GateSettings(timeout_s=app.settings.gate_timeout_s),
+            gates=chosen, model_notes=model_notes, candidates=candidates,
+            allowed_roots=app.settings.allowed_roots, settings=settings,
         )
 
     @mcp.tool(name="propose_patch", annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=False,
@@ -66,8 +127,11 @@ def register(mcp: MCPServer) -> None:
     ) -> ProposedPatch:
         """Minimal patch ops from the seed's fixer prompt, validated against the files (one repair round)."""
         app = app_of(ctx)
+        settings = gate_settings(app.settings)
+        if diagnostics is None or apply_and_rejudge:
+            check_gates_may_run(app.settings, settings)
         return await propose_patch(
             app.model_for(ctx), spec=spec, root=root, files=files, diagnostics=diagnostics,
             fix_plan=fix_plan, max_rounds=max_rounds, apply_and_rejudge=apply_and_rejudge,
-            allowed_roots=app.settings.allowed_roots, settings=GateSettings(timeout_s=app.settings.gate_timeout_s),
+            allowed_roots=app.settings.allowed_roots, settings=settings,
         )

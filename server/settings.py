@@ -167,6 +167,17 @@ class Settings(BaseSettings):
     def model_cache_dir(self) -> Path:
         return self.model_cache or self.home / "models"
 
+    # The gate sandbox (judge_code / propose_patch run the caller's code in their gates).
+    gate_sandbox: str = Field(default="auto", pattern="^(auto|bwrap|none)$", description=(
+        "auto: bubblewrap when it works here, else none; bwrap: required (the server stops at start without it); "
+        "none: gates run unisolated (refused over HTTP with tokens unless JUDGE_MCP_UNSANDBOXED_GATES=1)."))
+    unsandboxed_gates: bool = Field(default=False, description=(
+        "1 lets an HTTP server with several organizations run gates without the sandbox (never the default)."))
+    gate_memory_mb: int = Field(default=3072, ge=256, description="Address-space limit of one gate's processes.")
+    gate_max_processes: int = Field(default=256, ge=16, le=100_000,
+                                    description="Processes and threads one sandboxed gate may have at once.")
+    gate_disk_mb: int = Field(default=256, ge=16, description="Size of the sandboxed work copy's filesystem.")
+
 
 def load_settings() -> Settings:
     """Settings from the environment; a bad value raises SystemExit naming the variable."""
