@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .errors import InputError
 from .model import ImagePart
-from .paths import resolve_file
+from .paths import read_resolved, resolve_file
 
 MAGIC = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -129,7 +129,7 @@ def read_image_bytes(ref: str, policy: ImagePolicy) -> bytes:
     path = resolve_file(ref, policy.allowed_roots)
     if path.stat().st_size > policy.max_bytes:
         raise InputError(f"{ref} is {path.stat().st_size} bytes, more than {policy.max_bytes} (JUDGE_MCP_MAX_IMAGE_BYTES)")
-    return path.read_bytes()
+    return read_resolved(path, policy.max_bytes, ref)
 
 
 def load_image(ref: str, policy: ImagePolicy) -> ImagePart:

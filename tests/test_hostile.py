@@ -1,0 +1,104 @@
+"""Hostile and careless input through the real server (issue 15): each test spawns `judge-mcp`."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.mcp_helpers import JUDGE_MCP, server_env
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+
+@asynccontextmanager
+async def stdio_client(home: Path, **env: str) -> AsyncIterator[Any]:
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(command=JUDGE_MCP, args=[], env=server_env(home, **env))
+    async with Client(params) as client:
+        yield client
+
+
+def snapshot(root: Path) -> dict[str, bytes | str]:
+    """Every entry under `root`: file bytes, or the link target / 'dir'."""
+    out: dict[str, bytes | str] = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        out[rel] = os.readlink(p) if p.is_symlink() else ("dir" if p.is_dir() else p.read_bytes())
+    return out
+
+
+async def stall_while(attack: Callable[[], Awaitable[Any]], probe: Callable[[], Awaitable[Any]]) -> tuple[Any, float]:
+    """Run `attack`; while it runs, call `probe` every 50 ms. (attack's result, slowest probe in seconds)."""
+    slowest = 0.0
+    done = anyio.Event()
+    result: list[Any] = []
+
+    async def run_attack() -> None:
+        try:
+            result.append(await attack())
+        finally:
+            done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_attack)
+        await anyio.sleep(0.05)
+        while not done.is_set():
+            started = time.monotonic()
+            await probe()
+            slowest = max(slowest, time.monotonic() - started)
+            await anyio.sleep(0.05)
+    return result[0], slowest
+
+
+# --- 1. symlink races ----------------------------------------------------------------------
+
+RACES = 500
+
+
+async def test_swapping_a_directory_for_a_symlink_never_lets_apply_patch_write_outside(tmp_path: Path) -> None:
+    project, outside, home = tmp_path / "project", tmp_path / "outside", tmp_path / "home"
+    (project / "sub").mkdir(parents=True)
+    (project / "sub" / "keep.txt").write_text("inside\n")
+    outside.mkdir()
+    (outside / "keep.txt").write_text("canary\n")
+    canaries = snapshot(outside)
+    stop = threading.Event()
+    flips = [0]
+
+    def flipper() -> None:  # sub <-> symlink to outside, as fast as it goes
+        sub, parked = project / "sub", project / "sub.parked"
+        while not stop.is_set():
+            os.rename(sub, parked)
+            os.symlink(outside, sub)
+            time.sleep(0.0005)
+            os.unlink(sub)
+            os.rename(parked, sub)
+            flips[0] += 1
+            time.sleep(0.002)
+
+    outcomes = {"applied": 0, "refused": 0}
+    async with stdio_client(home, JUDGE_MCP_ALLOWED_ROOTS=str(project)) as client:
+        thread = threading.Thread(target=flipper, daemon=True)
+        thread.start()
+        try:
+            for i in range(RACES):
+                patch = {"ops": [{"kind": "add", "path": f"sub/new{i}.txt", "content": "x\n"},
+                                 {"kind": "edit", "path": "sub/keep.txt", "find": "inside", "replace": "inside"}]}
+                result = await client.call_tool("apply_patch", {"patch": patch, "root": str(project)})
+                applied = not result.is_error and result.structured_content["applied"]
+                outcomes["applied" if applied else "refused"] += 1
+        finally:
+            stop.set()
+            thread.join()
+    print(f"\n{RACES} races, {flips[0]} flips: {outcomes}")
+    assert snapshot(outside) == canaries  # nothing written, renamed or removed outside
+    assert outcomes["applied"] > 0 and outcomes["refused"] > 0 and flips[0] > 100  # both sides of the race ran
