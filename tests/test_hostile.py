@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -102,3 +103,68 @@ async def test_swapping_a_directory_for_a_symlink_never_lets_apply_patch_write_o
     print(f"\n{RACES} races, {flips[0]} flips: {outcomes}")
     assert snapshot(outside) == canaries  # nothing written, renamed or removed outside
     assert outcomes["applied"] > 0 and outcomes["refused"] > 0 and flips[0] > 100  # both sides of the race ran
+
+
+# --- one HTTP server with two organizations, for the attacks that must not stall others ------
+
+@pytest.fixture(scope="module")
+def http_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    from tests.mcp_helpers import free_port, wait_for_port
+
+    home = tmp_path_factory.mktemp("http-home")
+    port = free_port()
+    log = (home / "stderr.log").open("w")
+    proc = subprocess.Popen([JUDGE_MCP, "--transport", "http", "--port", str(port)],
+                            env=server_env(home, JUDGE_MCP_TOKENS="tok-attacker=org-a,tok-probe=org-b"),
+                            stdout=subprocess.DEVNULL, stderr=log)
+    assert wait_for_port(port, 30), "the HTTP server did not start within 30 s"
+    yield f"http://127.0.0.1:{port}/mcp", home
+    proc.terminate()
+    proc.wait(timeout=10)
+    log.close()
+
+
+def http_client(url: str, token: str) -> Any:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    return Client(streamable_http_client(url, http_client=httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {token}"}, timeout=60)))
+
+
+async def attack_with_probe(url: str, tool: str, args: dict[str, Any]) -> tuple[Any, float]:
+    """Call `tool` as org-a while org-b's get_agent is timed; (org-a's result, org-b's slowest answer)."""
+    async with http_client(url, "tok-attacker") as attacker, http_client(url, "tok-probe") as prober:
+        agent = (await prober.call_tool("create_agent", {"name": "probe", "system_prompt": "p"})).structured_content
+
+        async def probe() -> None:
+            got = await prober.call_tool("get_agent", {"agent_id": agent["id"]})
+            assert not got.is_error
+
+        return await stall_while(lambda: attacker.call_tool(tool, args), probe)
+
+
+# --- 2. ReDoS in a caller's JSON Schema ------------------------------------------------------
+
+async def test_a_catastrophic_schema_pattern_runs_in_linear_time_and_stalls_no_one(http_url: tuple[str, Path]) -> None:
+    schema = {"type": "object", "properties": {"name": {"type": "string", "pattern": "^(a+)+$"}}}
+    analysis = {"name": "a" * 200_000 + "!"}
+    result, stall = await attack_with_probe(http_url[0], "evaluate_analysis", {
+        "analysis": analysis, "schema": schema, "deterministic_checks": ["D-1", "D-2"], "llm_judges": []})
+    print(f"\nReDoS: concurrent get_agent slowest {stall * 1000:.0f} ms")
+    assert not result.is_error
+    check = result.structured_content["checks"][1]
+    assert check["check_name"] == "schema_compliance" and not check["pass"]
+    assert "does not match '^(a+)+$'" in check["rationale"]
+    assert stall < 0.2
+
+
+async def test_a_schema_regex_with_a_backreference_is_refused_with_the_reason(http_url: tuple[str, Path]) -> None:
+    async with http_client(http_url[0], "tok-attacker") as client:
+        result = await client.call_tool("evaluate_analysis", {
+            "analysis": {"name": "aa"}, "llm_judges": [], "deterministic_checks": ["D-1", "D-2"],
+            "schema": {"type": "object", "properties": {"name": {"type": "string", "pattern": "^(a)\\1$"}}}})
+    assert result.is_error
+    assert ("schema.properties.name.pattern: the regex '^(a)\\\\1$' cannot be checked in linear time "
+            "(invalid escape sequence: \\1)") in result.content[0].text
