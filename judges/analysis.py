@@ -167,13 +167,13 @@ def _linear_validator(schema: dict[str, Any]) -> Any:
     import jsonschema
     import re2
 
-    for where, pattern in _schema_patterns(schema):
+    for where, regex in _schema_patterns(schema):
         try:
-            _re2(pattern)
+            _re2(regex)
         except (re2.error, TypeError, ValueError) as exc:
             reason = exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else exc
             raise InputError(
-                f"{where}: the regex {pattern[:100]!r} cannot be checked in linear time ({reason}); backreferences "
+                f"{where}: the regex {regex[:100]!r} cannot be checked in linear time ({reason}); backreferences "
                 "and lookaround are not supported, e.g. use '^[a-z]+$' instead of '^(?=x)...' or '(a)\\1'"
             ) from None
     if any(where.endswith("patternProperties") for where, _ in _schema_patterns(schema)) and \
