@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import anyio.to_thread
 from pydantic import BaseModel, Field
 
 from .agents import Agent, AgentStore
@@ -81,7 +82,7 @@ class ImageJudging:
         if max_iterations is not None and not 1 <= max_iterations <= 100:
             raise InputError(f"max_iterations must be between 1 and 100 (got {max_iterations})")
         agents = self.judges(org, agent_ids)
-        parts = self.load_images(images)
+        parts = await anyio.to_thread.run_sync(self.load_images, images)  # decoding stays off the loop
         clients = {a.id: client_for(a) for a in agents}  # a missing backend fails here, before any run
         if run_id is None:
             run_id = self.runs.create(org, brief, max_iterations or self.settings.max_iterations)

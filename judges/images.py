@@ -32,6 +32,7 @@ class ImagePolicy:
     allowed_roots: Sequence[Path]
     max_bytes: int = 20 * 1024 * 1024
     max_side: int = 2048
+    max_pixels: int = 40_000_000
     allow_urls: bool = False
     url_timeout_s: float = 15.0
 
@@ -140,16 +141,29 @@ def load_image(ref: str, policy: ImagePolicy) -> ImagePart:
     kind = media_type(data)
     if kind is None:
         raise InputError("not an image: only PNG, JPEG, WebP and GIF are accepted (checked by content)")
-    return ImagePart.from_bytes(*downscale(data, kind, policy.max_side))
+    return ImagePart.from_bytes(*downscale(data, kind, policy.max_side, policy.max_pixels))
 
 
-def downscale(data: bytes, kind: str, max_side: int) -> tuple[bytes, str]:
-    """The image with its longer side at most `max_side`, aspect ratio kept (else unchanged)."""
+async def load_image_async(ref: str, policy: ImagePolicy) -> ImagePart:
+    """load_image in a worker thread: decoding and resizing never block the event loop."""
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(load_image, ref, policy)
+
+
+def downscale(data: bytes, kind: str, max_side: int, max_pixels: int = 40_000_000) -> tuple[bytes, str]:
+    """The image with its longer side at most `max_side`, aspect ratio kept (else unchanged).
+
+    The size is read from the header first: an image above `max_pixels` is refused before decoding."""
     from PIL import Image
 
     try:
-        with Image.open(io.BytesIO(data)) as img:
+        with Image.open(io.BytesIO(data)) as img:  # reads the header only
             width, height = img.size
+            if width * height > max_pixels:
+                raise InputError(
+                    f"the image is {width}×{height} ({width * height / 1e6:.1f} megapixels), more than the "
+                    f"{max_pixels / 1e6:g} megapixels allowed (JUDGE_MCP_MAX_IMAGE_PIXELS); send a smaller image")
             if max(width, height) <= max_side:
                 return data, kind
             scale = max_side / max(width, height)

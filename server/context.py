@@ -94,7 +94,8 @@ async def open_app(settings: Settings) -> AsyncIterator[AppContext]:
         guidelines = build_guidelines(settings, db, agents)
         images = ImageJudging(agents, RunStore(db), guidelines, ImageSettings(
             policy=ImagePolicy(allowed_roots=settings.allowed_roots, max_bytes=settings.max_image_bytes,
-                               max_side=settings.max_image_side, allow_urls=settings.allow_image_urls),
+                               max_side=settings.max_image_side,
+                               max_pixels=settings.max_image_pixels, allow_urls=settings.allow_image_urls),
             max_images=settings.max_images, max_iterations=settings.max_iterations,
             plateau_window=settings.plateau_window, plateau_threshold=settings.plateau_threshold,
             fallback_score=settings.parse_fallback_score,

@@ -69,6 +69,8 @@ class Settings(BaseSettings):
     # Image judging (seed 000).
     max_image_bytes: int = Field(default=20 * 1024 * 1024, ge=1)
     max_image_side: int = Field(default=2048, ge=64, description="Longer images are downscaled before sending.")
+    max_image_pixels: int = Field(default=40_000_000, ge=1, description="Images with more pixels are refused "
+                                  "(read from the header, before decoding).")
     max_images: int = Field(default=16, ge=1, le=64)
     allow_image_urls: bool = Field(default=False, description="Accept http(s) image URLs (public addresses only).")
     max_iterations: int = Field(default=10, ge=1, le=100)

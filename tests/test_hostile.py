@@ -38,7 +38,9 @@ def snapshot(root: Path) -> dict[str, bytes | str]:
 
 
 async def stall_while(attack: Callable[[], Awaitable[Any]], probe: Callable[[], Awaitable[Any]]) -> tuple[Any, float]:
-    """Run `attack`; while it runs, call `probe` every 50 ms. (attack's result, slowest probe in seconds)."""
+    """Run `attack` while calling `probe` back to back (the first sent together with the attack).
+
+    Returns (attack's result, the slowest probe in seconds); at least one probe runs during the attack."""
     slowest = 0.0
     done = anyio.Event()
     result: list[Any] = []
@@ -51,12 +53,13 @@ async def stall_while(attack: Callable[[], Awaitable[Any]], probe: Callable[[], 
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run_attack)
-        await anyio.sleep(0.05)
-        while not done.is_set():
+        while True:
             started = time.monotonic()
             await probe()
             slowest = max(slowest, time.monotonic() - started)
-            await anyio.sleep(0.05)
+            if done.is_set():
+                break
+            await anyio.sleep(0.02)
     return result[0], slowest
 
 
@@ -168,3 +171,44 @@ async def test_a_schema_regex_with_a_backreference_is_refused_with_the_reason(ht
     assert result.is_error
     assert ("schema.properties.name.pattern: the regex '^(a)\\\\1$' cannot be checked in linear time "
             "(invalid escape sequence: \\1)") in result.content[0].text
+
+
+# --- 3. huge images --------------------------------------------------------------------------
+
+def blank_png(width: int, height: int) -> str:
+    """A valid 1-bit PNG of width×height as a data: URI: a few KB that decode to width·height pixels."""
+    import base64
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    row = b"\x00" + b"\x00" * ((width + 7) // 8)
+    packer = zlib.compressobj(9)
+    idat = b"".join(packer.compress(row) for _ in range(height)) + packer.flush()
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0))
+           + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
+    return "data:image/png;base64," + base64.b64encode(png).decode()
+
+
+async def judge_image_as_attacker(url: str, image: str) -> tuple[Any, float]:
+    async with http_client(url, "tok-attacker") as attacker:
+        await attacker.call_tool("create_agent", {"name": "judge", "template_id": "composition"})
+    return await attack_with_probe(url, "evaluate_image", {"brief": "a cat", "images": [image]})
+
+
+async def test_an_image_above_the_pixel_limit_is_refused_from_its_header(http_url: tuple[str, Path]) -> None:
+    result, stall = await judge_image_as_attacker(http_url[0], blank_png(12_000, 12_000))
+    print(f"\n12000x12000 image: concurrent get_agent slowest {stall * 1000:.0f} ms")
+    assert result.is_error
+    assert ("images[0]: the image is 12000×12000 (144.0 megapixels), more than the 40 megapixels allowed "
+            "(JUDGE_MCP_MAX_IMAGE_PIXELS); send a smaller image") in result.content[0].text
+    assert stall < 0.2
+
+
+async def test_a_large_image_under_the_limit_is_decoded_off_the_event_loop(http_url: tuple[str, Path]) -> None:
+    result, stall = await judge_image_as_attacker(http_url[0], blank_png(6_000, 6_000))
+    print(f"\n6000x6000 image (decoded, resized): concurrent get_agent slowest {stall * 1000:.0f} ms")
+    assert result.is_error and "ANTHROPIC_API_KEY" in result.content[0].text  # decoded; then no model to ask
+    assert stall < 0.2
