@@ -9,6 +9,10 @@ from pathlib import Path
 
 from .errors import InputError
 
+NO_ROOTS = ("no file access: no allowed roots are configured and the client offers no MCP roots. Set "
+            "JUDGE_MCP_ALLOWED_ROOTS to the project directories (separated by ':', e.g. "
+            "JUDGE_MCP_ALLOWED_ROOTS=/home/me/project) in the server's env, or pass the content inline instead")
+
 
 def inside(path: Path, root: Path) -> bool:
     """True when `path` is `root` or below it, compared by path components (so `<root>-evil` is not)."""
@@ -20,6 +24,8 @@ def _allowed(path: str | os.PathLike[str], allowed: Sequence[Path], what: str) -
     text = os.fspath(path)
     if not text or "\x00" in text:
         raise InputError(f"{what} must be a non-empty path without NUL bytes")
+    if not allowed:
+        raise InputError(NO_ROOTS)
     try:
         real = Path(os.path.realpath(Path(text).expanduser()))
     except OSError:  # a component vanished or changed while it was being resolved

@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     security = http_security(settings, args.host, args.port)
     base_url = f"http://{args.host}:{args.port}"
-    server = create_server(settings, http_auth=bool(settings.tokens), base_url=base_url)
+    server = create_server(settings, http_auth=bool(settings.tokens), base_url=base_url, client_roots=False)
     if args.transport == "sse":
         server.run("sse", host=args.host, port=args.port, transport_security=security)
     else:

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from judges.pairwise import CompareResult, compare
 
-from .context import app_of
+from .context import ClientRoots, app_of, image_policy
 from .errors import tool_errors
 
 
@@ -30,6 +30,7 @@ def register(mcp: MCPServer) -> None:
         prompt_version: str | None = None,
         candidate_type: Annotated[Literal["auto", "image", "text"], Field(
             description="auto: images when every candidate is a data: URI, image base64 or an existing file.")] = "auto",
+        client_roots: ClientRoots = None,
     ) -> CompareResult:
         """Which candidate is better (pairwise: Image A / Image B / Tie / Failed, with position-swap
         consistency), or VIEScore scores for one or two images."""
@@ -37,4 +38,4 @@ def register(mcp: MCPServer) -> None:
         return await compare(app.model_for(ctx), instruction=instruction, candidates=candidates,
                              input_image=input_image, method=method, swap=swap, prompt_id=prompt_id,
                              prompt_version=prompt_version, candidate_type=candidate_type,
-                             policy=app.images.settings.policy, retries=app.settings.pairwise_retries)
+                             policy=image_policy(ctx, client_roots), retries=app.settings.pairwise_retries)

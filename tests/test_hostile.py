@@ -212,3 +212,106 @@ async def test_a_large_image_under_the_limit_is_decoded_off_the_event_loop(http_
     print(f"\n6000x6000 image (decoded, resized): concurrent get_agent slowest {stall * 1000:.0f} ms")
     assert result.is_error and "ANTHROPIC_API_KEY" in result.content[0].text  # decoded; then no model to ask
     assert stall < 0.2
+
+
+# --- 4. default roots ------------------------------------------------------------------------
+
+def env_without_roots(home: Path) -> dict[str, str]:
+    env = server_env(home)
+    del env["JUDGE_MCP_ALLOWED_ROOTS"]
+    return env
+
+
+async def test_without_configured_or_client_roots_no_file_is_reachable_even_from_cwd_slash(tmp_path: Path) -> None:
+    from mcp import Client, StdioServerParameters
+
+    (tmp_path / "a.txt").write_text("x\n")
+    params = StdioServerParameters(command=JUDGE_MCP, args=[], env=env_without_roots(tmp_path / "home"), cwd="/")
+    async with Client(params) as client:
+        result = await client.call_tool("validate_patch", {"patch": {"ops": [{"kind": "remove", "path": "a.txt"}]},
+                                                           "root": str(tmp_path)})
+    assert result.is_error
+    assert ("no file access: no allowed roots are configured and the client offers no MCP roots. Set "
+            "JUDGE_MCP_ALLOWED_ROOTS") in result.content[0].text
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+async def test_the_clients_roots_are_used_and_followed_when_they_change(tmp_path: Path) -> None:
+    from mcp import Client, StdioServerParameters
+    from mcp.types import ListRootsResult, Root
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    for d in (first, second):
+        d.mkdir()
+        (d / "a.txt").write_text("x\n")
+    offered = [first]
+
+    async def list_roots(_: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=d.as_uri()) for d in offered])  # type: ignore[arg-type]
+
+    patch = {"ops": [{"kind": "edit", "path": "a.txt", "find": "x", "replace": "y"}]}
+    params = StdioServerParameters(command=JUDGE_MCP, args=[], env=env_without_roots(tmp_path / "home"), cwd="/")
+    async with Client(params, list_roots_callback=list_roots) as client:
+        inside = await client.call_tool("validate_patch", {"patch": patch, "root": str(first)})
+        outside = await client.call_tool("validate_patch", {"patch": patch, "root": str(second)})
+        offered[:] = [second]
+        await client.send_roots_list_changed()
+        moved = await client.call_tool("validate_patch", {"patch": patch, "root": str(second)})
+        left = await client.call_tool("validate_patch", {"patch": patch, "root": str(first)})
+    assert not inside.is_error and inside.structured_content["ok"]
+    assert outside.is_error and "is outside the allowed roots" in outside.content[0].text
+    assert not moved.is_error and moved.structured_content["ok"]
+    assert left.is_error and "is outside the allowed roots" in left.content[0].text
+
+
+def test_an_explicit_slash_root_is_refused_at_start(tmp_path: Path) -> None:
+    proc = subprocess.run([JUDGE_MCP], env=server_env(tmp_path, JUDGE_MCP_ALLOWED_ROOTS=f"{tmp_path}:/"),
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode != 0
+    assert ("JUDGE_MCP_ALLOWED_ROOTS: Value error, entry 2 is '/', which would open the whole filesystem; "
+            "name the project directories instead") in proc.stderr
+
+
+# --- 6. tokens -------------------------------------------------------------------------------
+
+@pytest.fixture
+def base64_token_server(tmp_path: Path) -> Iterator[str]:
+    from tests.mcp_helpers import free_port, wait_for_port
+
+    port = free_port()
+    proc = subprocess.Popen([JUDGE_MCP, "--transport", "http", "--port", str(port)],
+                            env=server_env(tmp_path, JUDGE_MCP_TOKENS="dG9rLWE==org-a,dG9rLWI===org-b"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert wait_for_port(port, 30)
+    yield f"http://127.0.0.1:{port}/mcp"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+async def test_a_base64_token_ending_in_equals_signs_authenticates_its_organization(base64_token_server: str) -> None:
+    import httpx2
+
+    url = base64_token_server
+    async with http_client(url, "dG9rLWE=") as a, http_client(url, "dG9rLWI==") as b:
+        made_a = (await a.call_tool("create_agent", {"name": "A", "system_prompt": "p"})).structured_content
+        made_b = (await b.call_tool("create_agent", {"name": "B", "system_prompt": "p"})).structured_content
+    async with httpx2.AsyncClient() as http:  # the token without its '=' is not the token
+        truncated = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers={
+            "authorization": "Bearer dG9rLWE", "accept": "application/json, text/event-stream"})
+    assert (made_a["organization_id"], made_b["organization_id"]) == ("org-a", "org-b")
+    assert truncated.status_code == 401
+
+
+@pytest.mark.parametrize(("tokens", "message"), [
+    ("s3cret-one=org-a,=org-b", "pair 2 has an empty token"),
+    ("s3cret-one=org-a,s3cret-one=org-b", "pair 2 repeats the token of an earlier pair"),
+    ("s3cret-one=org-a, s3cret-two", "pair 2 is not 'token=organization'"),
+    ("s3cret-one=", "pair 1 is not 'token=organization'"),
+])
+def test_a_bad_token_list_stops_the_start_naming_the_pair_not_the_token(tmp_path: Path, tokens: str,
+                                                                        message: str) -> None:
+    proc = subprocess.run([JUDGE_MCP, "--transport", "http", "--port", "9"], env=server_env(tmp_path, JUDGE_MCP_TOKENS=tokens),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert f"JUDGE_MCP_TOKENS: Value error, {message}" in proc.stderr
+    assert "s3cret" not in proc.stderr
