@@ -7,7 +7,6 @@ import base64
 import binascii
 import io
 import ipaddress
-import os
 import socket
 import urllib.parse
 import urllib.request
@@ -99,12 +98,26 @@ def _image_base64(ref: str) -> bytes | None:
     return decoded if decoded is not None and media_type(decoded) else None
 
 
-def is_image_reference(ref: str) -> bool:
-    """True when `ref` names an image: a data: URI, image base64, or an existing file."""
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif")
+
+
+def looks_like_path(ref: str) -> bool:
+    """True when `ref` is written as a file path: one line starting with / ~ ./ ../ or ending in an
+    image suffix. Decided by its spelling alone, never by whether such a file exists."""
     ref = ref.strip()
-    if ref.startswith("data:") or _image_base64(ref) is not None:
-        return True
-    return len(ref) < 4096 and "\n" not in ref and os.path.isfile(os.path.expanduser(ref))
+    if not ref or len(ref) >= 4096 or "\n" in ref:
+        return False
+    return ref.startswith(("/", "~", "./", "../")) or ref.lower().endswith(IMAGE_SUFFIXES)
+
+
+def is_image_reference(ref: str) -> bool:
+    """True when `ref` names an image: a data: URI, image base64, or something written as a path.
+
+    Existence is not consulted (that would tell a caller which files exist outside the roots): a
+    path-like reference is loaded, so outside the roots it gets the one refusal, inside but
+    missing it is "no such file"."""
+    ref = ref.strip()
+    return ref.startswith("data:") or _image_base64(ref) is not None or looks_like_path(ref)
 
 
 def read_image_bytes(ref: str, policy: ImagePolicy) -> bytes:

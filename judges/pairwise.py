@@ -303,10 +303,16 @@ DEFAULT_PROMPTS: dict[tuple[str, Kind], str] = {
 
 
 def _as_image(ref: str, policy: Any) -> ImagePart | None:
-    """An image when `ref` is a data: URI, image base64 or an existing file; None when it is text."""
+    """An image when `ref` is a data: URI, image base64 or written as a path; None when it is text."""
     from .images import is_image_reference, load_image
 
-    return load_image(ref, policy) if is_image_reference(ref) else None
+    if not is_image_reference(ref):
+        return None
+    try:
+        return load_image(ref, policy)
+    except InputError as exc:
+        raise InputError(f"{exc} (the candidate is written as a file path; pass candidate_type: text "
+                         "to compare it as text)") from None
 
 
 def resolve_candidates(candidates: Sequence[str], candidate_type: str, policy: Any) -> tuple[Kind, list[Any]]:

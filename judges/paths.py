@@ -47,8 +47,10 @@ def resolve_root(root: str | os.PathLike[str], allowed: Sequence[Path]) -> Path:
 def resolve_file(path: str | os.PathLike[str], allowed: Sequence[Path]) -> Path:
     """A file the caller named by absolute or relative path, that must lie inside one of `allowed`."""
     text, real = _allowed(path, allowed, "path")
+    if not real.exists():
+        raise InputError(f"path {text!r}: no such file")
     if not real.is_file():
-        raise InputError(f"path {text!r} is not an existing file")
+        raise InputError(f"path {text!r} is not a regular file")
     return real
 
 

@@ -29,7 +29,8 @@ def register(mcp: MCPServer) -> None:
                                                            "vlm/assessment/visual_quality/viescore@v2.")] = None,
         prompt_version: str | None = None,
         candidate_type: Annotated[Literal["auto", "image", "text"], Field(
-            description="auto: images when every candidate is a data: URI, image base64 or an existing file.")] = "auto",
+            description="auto: images when every candidate is a data: URI, image base64 or written as a file path "
+                        "(/, ~, ./, ../ or an image suffix); text otherwise.")] = "auto",
         client_roots: ClientRoots = None,
     ) -> CompareResult:
         """Which candidate is better (pairwise: Image A / Image B / Tie / Failed, with position-swap

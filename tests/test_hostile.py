@@ -235,7 +235,7 @@ async def test_without_configured_or_client_roots_no_file_is_reachable_even_from
             "JUDGE_MCP_ALLOWED_ROOTS") in result.content[0].text
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore:The roots capability is deprecated")
 async def test_the_clients_roots_are_used_and_followed_when_they_change(tmp_path: Path) -> None:
     from mcp import Client, StdioServerParameters
     from mcp.types import ListRootsResult, Root
@@ -315,3 +315,28 @@ def test_a_bad_token_list_stops_the_start_naming_the_pair_not_the_token(tmp_path
     assert proc.returncode != 0
     assert f"JUDGE_MCP_TOKENS: Value error, {message}" in proc.stderr
     assert "s3cret" not in proc.stderr
+
+
+# --- 5. existence oracle ---------------------------------------------------------------------
+
+async def test_pairwise_refuses_a_path_outside_the_roots_the_same_whether_or_not_it_exists(
+        tmp_path: Path, fake_server: Any) -> None:
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    project.mkdir()
+    outside.mkdir()
+    (outside / "real.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    env = {"JUDGE_MCP_ALLOWED_ROOTS": str(project), "JUDGE_MCP_MODEL": "openai:fake", "OPENAI_API_KEY": "k",
+           "OPENAI_BASE_URL": fake_server.openai_url}
+    async with stdio_client(tmp_path / "home", **env) as client:
+        answers = {}
+        for name in ("real.png", "none.png"):
+            result = await client.call_tool("pairwise_compare", {
+                "instruction": "which is better", "candidates": [str(outside / name), str(project / "a.png")]})
+            assert result.is_error
+            answers[name] = result.content[0].text.replace(name, "X.png")
+        missing = await client.call_tool("pairwise_compare", {
+            "instruction": "which is better", "candidates": [str(project / "a.png"), str(project / "b.png")]})
+    assert answers["real.png"] == answers["none.png"]
+    assert "is outside the allowed roots" in answers["real.png"]
+    assert missing.is_error and f"path '{project / 'a.png'}': no such file" in missing.content[0].text
+    assert fake_server.requests == []  # refused before any model call
