@@ -340,3 +340,78 @@ async def test_pairwise_refuses_a_path_outside_the_roots_the_same_whether_or_not
     assert "is outside the allowed roots" in answers["real.png"]
     assert missing.is_error and f"path '{project / 'a.png'}': no such file" in missing.content[0].text
     assert fake_server.requests == []  # refused before any model call
+
+
+# --- 7. leftovers and modes ------------------------------------------------------------------
+
+def edit_op(path: str, find: str, replace: str) -> dict[str, Any]:
+    return {"kind": "edit", "path": path, "find": find, "replace": replace}
+
+
+async def test_apply_patch_keeps_each_files_mode_and_new_files_follow_the_umask(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "run.sh").write_text("echo a\n")
+    (project / "run.sh").chmod(0o750)
+    umask = os.umask(0o027)
+    try:
+        async with stdio_client(tmp_path / "home", JUDGE_MCP_ALLOWED_ROOTS=str(project)) as client:
+            result = await client.call_tool("apply_patch", {"root": str(project), "patch": {"ops": [
+                edit_op("run.sh", "echo a", "echo b"), {"kind": "add", "path": "new.txt", "content": "n\n"}]}})
+    finally:
+        os.umask(umask)
+    assert not result.is_error and result.structured_content["applied"]
+    assert (project / "run.sh").stat().st_mode & 0o7777 == 0o750
+    assert (project / "new.txt").stat().st_mode & 0o7777 == 0o640  # 0666 under the server's umask 027
+
+
+async def test_apply_patch_refuses_a_read_only_file_unless_allowed(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "locked.py").write_text("x = 1\n")
+    (project / "locked.py").chmod(0o444)
+    patch = {"ops": [edit_op("locked.py", "x = 1", "x = 2")]}
+    async with stdio_client(tmp_path / "home", JUDGE_MCP_ALLOWED_ROOTS=str(project)) as client:
+        refused = await client.call_tool("apply_patch", {"root": str(project), "patch": patch})
+        untouched = (project / "locked.py").read_text()
+        allowed = await client.call_tool("apply_patch", {"root": str(project), "patch": patch, "allow_read_only": True})
+    assert refused.structured_content["applied"] is False
+    assert refused.structured_content["errors"] == [
+        "locked.py: the file is read-only (mode 444); make it writable, or pass allow_read_only: true to change it anyway"]
+    assert untouched == "x = 1\n"
+    assert allowed.structured_content["applied"] and (project / "locked.py").read_text() == "x = 2\n"
+    assert (project / "locked.py").stat().st_mode & 0o7777 == 0o444
+
+
+async def test_the_next_apply_removes_temp_files_an_interrupted_apply_left(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "pkg").mkdir(parents=True)
+    (project / "a.txt").write_text("a\n")
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # the pid of a process that is gone, as after a kill -9 of the server
+    stale = [project / f".a.txt.{dead.pid}-0123456789ab.judge-mcp.tmp",
+             project / "pkg" / f".b.txt.{dead.pid}-ba9876543210.judge-mcp.del"]
+    live = project / f".a.txt.{os.getpid()}-aaaaaaaaaaaa.judge-mcp.tmp"  # a running apply's: kept
+    for f in [*stale, live]:
+        f.write_text("left over\n")
+    async with stdio_client(tmp_path / "home", JUDGE_MCP_ALLOWED_ROOTS=str(project)) as client:
+        result = await client.call_tool("apply_patch", {"root": str(project), "patch": {"ops": [
+            edit_op("a.txt", "a", "b")]}})
+    assert result.structured_content["applied"]
+    assert not any(f.exists() for f in stale) and live.exists()
+    assert result.structured_content["warnings"] == [
+        "removed 2 temporary file(s) left by an interrupted earlier apply: "
+        f".a.txt.{dead.pid}-0123456789ab.judge-mcp.tmp, pkg/.b.txt.{dead.pid}-ba9876543210.judge-mcp.del"]
+
+
+async def test_judge_code_leaves_no_gate_directory_behind_on_success_or_refusal(tmp_path: Path) -> None:
+    project, scratch = tmp_path / "project", tmp_path / "tmp"
+    project.mkdir()
+    scratch.mkdir()
+    async with stdio_client(tmp_path / "home", JUDGE_MCP_ALLOWED_ROOTS=str(project), TMPDIR=str(scratch)) as client:
+        refused = await client.call_tool("judge_code", {"spec": "s", "root": str(tmp_path), "run_gates": False})
+        judged = await client.call_tool("judge_code", {"spec": "s", "run_gates": False,
+                                                       "files": [{"path": "m.py", "content": "x = 1\n"}]})
+    assert refused.is_error and "outside the allowed roots" in refused.content[0].text
+    assert not judged.is_error
+    assert [p.name for p in scratch.iterdir() if p.name.startswith("judge-gates-")] == []
