@@ -383,14 +383,20 @@ async def test_apply_patch_refuses_a_read_only_file_unless_allowed(tmp_path: Pat
     assert (project / "locked.py").stat().st_mode & 0o7777 == 0o444
 
 
-async def test_the_next_apply_removes_temp_files_an_interrupted_apply_left(tmp_path: Path) -> None:
+@pytest.fixture
+def dead_pid() -> int:
+    """The pid of a process that is gone, as after a kill -9 of the server."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    return dead.pid
+
+
+async def test_the_next_apply_removes_temp_files_an_interrupted_apply_left(tmp_path: Path, dead_pid: int) -> None:
     project = tmp_path / "project"
     (project / "pkg").mkdir(parents=True)
     (project / "a.txt").write_text("a\n")
-    dead = subprocess.Popen(["true"])
-    dead.wait()  # the pid of a process that is gone, as after a kill -9 of the server
-    stale = [project / f".a.txt.{dead.pid}-0123456789ab.judge-mcp.tmp",
-             project / "pkg" / f".b.txt.{dead.pid}-ba9876543210.judge-mcp.del"]
+    stale = [project / f".a.txt.{dead_pid}-0123456789ab.judge-mcp.tmp",
+             project / "pkg" / f".b.txt.{dead_pid}-ba9876543210.judge-mcp.del"]
     live = project / f".a.txt.{os.getpid()}-aaaaaaaaaaaa.judge-mcp.tmp"  # a running apply's: kept
     for f in [*stale, live]:
         f.write_text("left over\n")
@@ -401,7 +407,7 @@ async def test_the_next_apply_removes_temp_files_an_interrupted_apply_left(tmp_p
     assert not any(f.exists() for f in stale) and live.exists()
     assert result.structured_content["warnings"] == [
         "removed 2 temporary file(s) left by an interrupted earlier apply: "
-        f".a.txt.{dead.pid}-0123456789ab.judge-mcp.tmp, pkg/.b.txt.{dead.pid}-ba9876543210.judge-mcp.del"]
+        f".a.txt.{dead_pid}-0123456789ab.judge-mcp.tmp, pkg/.b.txt.{dead_pid}-ba9876543210.judge-mcp.del"]
 
 
 async def test_judge_code_leaves_no_gate_directory_behind_on_success_or_refusal(tmp_path: Path) -> None:
