@@ -81,6 +81,9 @@ class Settings(BaseSettings):
     warm_delay_s: float = Field(default=1.0, ge=0, description="Seconds after start before the warm-up begins.")
     similarity_threshold: float = Field(default=0.3, ge=0, le=1, description="Default least similarity (MiniLM).")
     max_upload_bytes: int = Field(default=20 * 1024 * 1024, ge=1)
+    max_request_bytes: int | None = Field(
+        default=None, ge=1024, description="Largest HTTP request body; default: room for one upload of "
+        "max_upload_bytes (or one image of max_image_bytes) in base64, plus 1 MiB.")
     chunk_size: int = Field(default=1000, ge=100, le=20000)
     chunk_overlap: int = Field(default=200, ge=0)
     parse_timeout_s: float = Field(default=60.0, gt=0)
@@ -165,6 +168,14 @@ class Settings(BaseSettings):
         if self.chunk_overlap >= self.chunk_size:
             raise ValueError("JUDGE_MCP_CHUNK_OVERLAP must be smaller than JUDGE_MCP_CHUNK_SIZE")
         return self
+
+    @property
+    def request_body_limit(self) -> int:
+        """The HTTP body limit: explicit, or big enough for the largest inline upload the README promises."""
+        if self.max_request_bytes is not None:
+            return self.max_request_bytes
+        largest = max(self.max_upload_bytes, self.max_image_bytes)
+        return -(-largest // 3) * 4 + 1024 * 1024
 
     @property
     def database_path(self) -> Path:

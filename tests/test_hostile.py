@@ -421,3 +421,98 @@ async def test_judge_code_leaves_no_gate_directory_behind_on_success_or_refusal(
     assert refused.is_error and "outside the allowed roots" in refused.content[0].text
     assert not judged.is_error
     assert [p.name for p in scratch.iterdir() if p.name.startswith("judge-gates-")] == []
+
+
+# --- 8. unbounded work -----------------------------------------------------------------------
+
+def test_a_5000_deep_request_on_stdio_gets_a_json_rpc_error_and_the_next_call_its_answer(tmp_path: Path) -> None:
+    import json
+
+    deep = "[" * 5000 + "]" * 5000
+    hello = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "create_agent", "arguments": {
+            "name": "probe", "system_prompt": "p"}}},
+    ]
+    proc = subprocess.Popen([JUDGE_MCP], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, env=server_env(tmp_path))
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in hello))
+        proc.stdin.flush()
+        replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
+        agent_id = replies[1]["result"]["structuredContent"]["id"]
+        started = time.monotonic()
+        proc.stdin.write('{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "get_agent", '
+                         f'"arguments": {{"agent_id": {deep}}}}}}}\n')
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "get_agent", "arguments": {"agent_id": agent_id}}}) + "\n")
+        proc.stdin.flush()
+        answers = {}
+        while len(answers) < 2:
+            reply = json.loads(proc.stdout.readline())
+            answers[reply["id"]] = (reply, time.monotonic() - started)
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    print(f"\n5000-deep request: error after {answers[3][1] * 1000:.0f} ms, "
+          f"next get_agent answered after {answers[4][1] * 1000:.0f} ms")
+    assert answers[3][0]["error"]["code"] == -32700
+    assert answers[3][0]["error"]["message"].startswith(
+        "Parse error: the message could not be read (Invalid JSON: recursion limit exceeded")
+    assert "nest the arguments less deeply" in answers[3][0]["error"]["message"]
+    assert answers[4][0]["result"]["structuredContent"]["id"] == agent_id
+    assert answers[4][1] < 0.2
+
+
+async def raw_call(url: str, token: str, body: bytes) -> str:
+    """One tools/call whose JSON-RPC body is already serialised: the test's own event loop only moves
+    bytes, so a probe in this process times the server, not this client's JSON encoding."""
+    import json
+
+    import httpx2
+
+    headers = {"authorization": f"Bearer {token}", "accept": "application/json, text/event-stream",
+               "content-type": "application/json"}
+    async with httpx2.AsyncClient(timeout=60) as http:
+        init = await http.post(url, headers=headers, content=json.dumps({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}))
+        headers["mcp-session-id"] = init.headers["mcp-session-id"]
+        await http.post(url, headers=headers, content=b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+        reply = await http.post(url, headers=headers, content=body)
+    return reply.text
+
+
+async def test_http_accepts_the_20_mb_inline_upload_the_readme_promises(http_url: tuple[str, Path]) -> None:
+    import base64
+    import json
+
+    # JUDGE_MCP_MAX_UPLOAD_BYTES in base64 (rounded down to whole base64 groups: read_source's size
+    # estimate counts the '=' padding as bytes, so exactly 20 MiB is refused by one byte; issue 12's code)
+    payload = base64.b64encode(b"a" * (20 * 1024 * 1024 // 3 * 3)).decode()
+    body = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "upload_guideline",
+                       "arguments": {"agent_id": "no-such-agent", "content_base64": payload}}}).encode()
+    async with http_client(http_url[0], "tok-probe") as prober:
+        agent = (await prober.call_tool("create_agent", {"name": "probe", "system_prompt": "p"})).structured_content
+
+        async def probe() -> None:
+            assert not (await prober.call_tool("get_agent", {"agent_id": agent["id"]})).is_error
+
+        reply, stall = await stall_while(lambda: raw_call(http_url[0], "tok-attacker", body), probe)
+    print(f"\n20 MB inline upload ({len(body)} byte body): concurrent get_agent slowest {stall * 1000:.0f} ms")
+    assert "no agent with id 'no-such-agent'" in reply  # read and decoded: the body was not refused
+    assert stall < 0.2
+
+
+async def test_http_refuses_a_body_above_the_documented_limit_with_413(http_url: tuple[str, Path]) -> None:
+    import httpx2
+
+    limit = -(-20 * 1024 * 1024 // 3) * 4 + 1024 * 1024
+    async with httpx2.AsyncClient(timeout=60) as http:
+        r = await http.post(http_url[0], content=b" " * (limit + 1), headers={
+            "authorization": "Bearer tok-attacker", "content-type": "application/json",
+            "accept": "application/json, text/event-stream"})
+    assert r.status_code == 413
