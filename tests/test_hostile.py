@@ -516,3 +516,41 @@ async def test_http_refuses_a_body_above_the_documented_limit_with_413(http_url:
             "authorization": "Bearer tok-attacker", "content-type": "application/json",
             "accept": "application/json, text/event-stream"})
     assert r.status_code == 413
+
+
+# --- 9. bare errors --------------------------------------------------------------------------
+
+def test_every_tool_maps_its_errors_through_the_one_wrapper(settings: Any) -> None:
+    from server.app import create_server
+    from server.errors import WRAPPED
+
+    tools = create_server(settings)._tool_manager.list_tools()
+    assert len(tools) >= 18
+    assert [t.name for t in tools if not getattr(t.fn, WRAPPED, False)] == []
+
+
+async def test_an_unexpected_failure_says_what_happened_and_logs_a_traceback_with_its_incident_id(
+        tmp_path: Path) -> None:
+    import re
+
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    home = tmp_path / "home"
+    log = (tmp_path / "stderr.log").open("w")
+    params = StdioServerParameters(command=JUDGE_MCP, args=[], env=server_env(home))
+    async with Client(stdio_client(params, errlog=log)) as client:
+        await client.call_tool("create_agent", {"name": "A", "system_prompt": "p"})
+        for part in home.glob("judge.sqlite3*"):  # the disk goes bad under the running server
+            with part.open("r+b") as f:
+                f.write(b"garbage!" * max(1, part.stat().st_size // 8))
+        result = await client.call_tool("list_agents", {})
+    log.close()
+    assert result.is_error
+    text = result.content[0].text
+    match = re.search(r"internal error, incident ([0-9a-f]{12}): DatabaseError: file is not a database\. "
+                      r"This is not a problem with your input\. Retry once", text)
+    assert match, text
+    stderr = (tmp_path / "stderr.log").read_text()
+    assert f"incident {match.group(1)}: tool list_agents failed unexpectedly" in stderr
+    assert "Traceback (most recent call last)" in stderr
