@@ -90,12 +90,11 @@ def _moved(what: str) -> InputError:
                       "nothing was done, try again")
 
 
-def open_dir(real: Path, *, under: int | None = None) -> int:
-    """An fd for the directory `real` (absolute, or relative to the dir fd `under`), no component a symlink."""
-    parts = real.parts[1:] if under is None else real.parts
-    fd = os.open("/", _DIR_FLAGS) if under is None else os.dup(under)
+def open_dir(real: Path) -> int:
+    """An fd for the absolute directory `real`, opened from `/` one component at a time, none a symlink."""
+    fd = os.open("/", _DIR_FLAGS)
     try:
-        for part in parts:
+        for part in real.parts[1:]:
             try:
                 nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except FileNotFoundError:
