@@ -485,34 +485,40 @@ def test_a_5000_deep_request_on_stdio_gets_a_json_rpc_error_and_the_next_call_it
     assert answers[4][1] < 0.2
 
 
-async def raw_call(url: str, token: str, body: bytes) -> str:
-    """One tools/call whose JSON-RPC body is already serialised: the test's own event loop only moves
-    bytes, so a probe in this process times the server, not this client's JSON encoding."""
-    import json
-
-    import httpx2
-
-    headers = {"authorization": f"Bearer {token}", "accept": "application/json, text/event-stream",
-               "content-type": "application/json"}
-    async with httpx2.AsyncClient(timeout=60) as http:
-        init = await http.post(url, headers=headers, content=json.dumps({
-            "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}))
-        headers["mcp-session-id"] = init.headers["mcp-session-id"]
-        await http.post(url, headers=headers, content=b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
-        reply = await http.post(url, headers=headers, content=body)
-    return reply.text
+RAW_CALL = """
+import json, sys, httpx2
+url, token, body = sys.argv[1], sys.argv[2], open(sys.argv[3], "rb").read()
+headers = {"authorization": "Bearer " + token, "accept": "application/json, text/event-stream",
+           "content-type": "application/json"}
+with httpx2.Client(timeout=60) as http:
+    init = http.post(url, headers=headers, content=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}))
+    headers["mcp-session-id"] = init.headers["mcp-session-id"]
+    http.post(url, headers=headers, content=b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+    print(http.post(url, headers=headers, content=body).text)
+"""
 
 
-async def test_http_accepts_the_20_mb_inline_upload_the_readme_promises(http_url: tuple[str, Path]) -> None:
+async def raw_call(url: str, token: str, body_file: Path) -> str:
+    """One tools/call with a prepared JSON-RPC body, sent from another process: the probe in this
+    process then times the server, not this client's encoding of 28 MB."""
+    import sys
+
+    done = await anyio.run_process([sys.executable, "-c", RAW_CALL, url, token, str(body_file)])
+    return done.stdout.decode()
+
+
+async def test_http_accepts_the_20_mb_inline_upload_the_readme_promises(http_url: tuple[str, Path],
+                                                                        tmp_path: Path) -> None:
     import base64
     import json
 
     # JUDGE_MCP_MAX_UPLOAD_BYTES in base64 (rounded down to whole base64 groups: read_source's size
     # estimate counts the '=' padding as bytes, so exactly 20 MiB is refused by one byte; issue 12's code)
     payload = base64.b64encode(b"a" * (20 * 1024 * 1024 // 3 * 3)).decode()
-    body = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "upload_guideline",
-                       "arguments": {"agent_id": "no-such-agent", "content_base64": payload}}}).encode()
+    body = tmp_path / "body.json"
+    body.write_text(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "upload_guideline", "arguments": {"agent_id": "no-such-agent", "content_base64": payload}}}))
     async with http_client(http_url[0], "tok-probe") as prober:
         agent = (await prober.call_tool("create_agent", {"name": "probe", "system_prompt": "p"})).structured_content
 
@@ -520,7 +526,7 @@ async def test_http_accepts_the_20_mb_inline_upload_the_readme_promises(http_url
             assert not (await prober.call_tool("get_agent", {"agent_id": agent["id"]})).is_error
 
         reply, stall = await stall_while(lambda: raw_call(http_url[0], "tok-attacker", body), probe)
-    print(f"\n20 MB inline upload ({len(body)} byte body): concurrent get_agent slowest {stall * 1000:.0f} ms")
+    print(f"\n20 MB inline upload ({body.stat().st_size} byte body): concurrent get_agent slowest {stall * 1000:.0f} ms")
     assert "no agent with id 'no-such-agent'" in reply  # read and decoded: the body was not refused
     assert stall < 0.2
 
