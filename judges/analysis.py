@@ -3,10 +3,11 @@ rubric categories, one model call per category returning one check per criterion
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -136,11 +137,87 @@ def d1_json_validation(analysis: Any) -> Check:
                  inputs_evaluated=[Evaluated(field="analysis", value=text[:200])])
 
 
-def d2_schema_compliance(data: Any, schema: dict[str, Any], threshold: float = 0.9) -> Check:
-    import jsonschema
+def _schema_patterns(node: Any, where: str = "schema") -> Iterator[tuple[str, str]]:
+    """(location, regex) of every `pattern` and `patternProperties` key in a schema."""
+    if isinstance(node, dict):
+        if isinstance(node.get("pattern"), str):
+            yield f"{where}.pattern", node["pattern"]
+        if isinstance(node.get("patternProperties"), dict):
+            for key in node["patternProperties"]:
+                yield f"{where}.patternProperties", key
+        for key, value in node.items():
+            yield from _schema_patterns(value, f"{where}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _schema_patterns(value, f"{where}[{i}]")
 
+
+@functools.lru_cache(maxsize=512)
+def _re2(pattern: str) -> Any:
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
+    return re2.compile(pattern, options)
+
+
+def _linear_validator(schema: dict[str, Any]) -> Any:
+    """A Draft 2020-12 validator whose regexes run on RE2 (linear time): a caller's pattern such as
+    `^(a+)+$` cannot stall the server. Patterns RE2 cannot run are refused with the reason."""
+    import jsonschema
+    import re2
+
+    for where, regex in _schema_patterns(schema):
+        try:
+            _re2(regex)
+        except (re2.error, TypeError, ValueError) as exc:
+            reason = exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else exc
+            raise InputError(
+                f"{where}: the regex {regex[:100]!r} cannot be checked in linear time ({reason}); backreferences "
+                "and lookaround are not supported, e.g. use '^[a-z]+$' instead of '^(?=x)...' or '(a)\\1'"
+            ) from None
+    if any(where.endswith("patternProperties") for where, _ in _schema_patterns(schema)) and \
+            "unevaluatedProperties" in json.dumps(schema):
+        raise InputError("schema: unevaluatedProperties together with patternProperties is not supported in a "
+                         "caller's schema; use additionalProperties instead")
+
+    def pattern(validator: Any, patrn: str, instance: Any, _schema: Any) -> Iterator[Any]:
+        if validator.is_type(instance, "string") and not _re2(patrn).search(instance):
+            yield jsonschema.ValidationError(f"{instance[:200]!r} does not match {patrn!r}")
+
+    def pattern_properties(validator: Any, props: dict[str, Any], instance: Any, _schema: Any) -> Iterator[Any]:
+        if validator.is_type(instance, "object"):
+            for patrn, subschema in props.items():
+                for key, value in instance.items():
+                    if _re2(patrn).search(key):
+                        yield from validator.descend(value, subschema, path=key, schema_path=patrn)
+
+    def additional_properties(validator: Any, extra: Any, instance: Any, schema_: dict[str, Any]) -> Iterator[Any]:
+        if not validator.is_type(instance, "object"):
+            return
+        known = schema_.get("properties", {})
+        patterns = [_re2(p) for p in schema_.get("patternProperties", {})]
+        extras = [k for k in instance if k not in known and not any(p.search(k) for p in patterns)]
+        if validator.is_type(extra, "object"):
+            for key in extras:
+                yield from validator.descend(instance[key], extra, path=key)
+        elif extra is False and extras:
+            yield jsonschema.ValidationError(f"Additional properties are not allowed ({', '.join(map(repr, sorted(extras)[:10]))} "
+                                             "unexpected)")
+
+    linear = jsonschema.validators.extend(jsonschema.Draft202012Validator, {
+        "pattern": pattern, "patternProperties": pattern_properties, "additionalProperties": additional_properties,
+    })
+    try:
+        linear.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise InputError(f"schema is not a valid JSON Schema: {exc.message}") from None
+    return linear(schema)
+
+
+def d2_schema_compliance(data: Any, schema: dict[str, Any], threshold: float = 0.9) -> Check:
     name, desc = "schema_compliance", f"Output matches the schema and at least {threshold:.0%} of fields are populated"
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _linear_validator(schema)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     fields = schema_fields(schema)
     filled = [f for f in fields if populated(_get(data, f))]
@@ -379,7 +456,7 @@ async def evaluate_analysis(
             check = d1_json_validation(analysis)
             data = check.data
         elif key == "D-2":
-            check = d2_schema_compliance(data, schema or DEFAULT_SCHEMA)
+            check = await anyio.to_thread.run_sync(d2_schema_compliance, data, schema or DEFAULT_SCHEMA)
         elif key == "D-3":
             check = d3_format_compliance(data, insight_fields if insight_fields is not None else DEFAULT_INSIGHT_FIELDS)
         elif key == "D-4":

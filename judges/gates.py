@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 
 from . import sandbox as sandboxing
 from .errors import InputError
-from .paths import resolve_relative, resolve_root
+from .paths import open_dir, open_file, resolve_relative, resolve_root
 
 SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", ".mypy_cache", ".ruff_cache", ".pytest_cache",
              ".tox", "build", "dist"}
@@ -87,31 +87,71 @@ def sandbox_from(root: str | Path | None, files: Sequence[SourceFile] | None, al
     """A fresh directory holding a copy of `root` (inside the allowed roots) or the given files."""
     if (root is None) == (files is None):
         raise InputError("give exactly one of root (a project directory) or files ([{path, content}])")
-    box = Path(tempfile.mkdtemp(prefix="judge-gates-")).resolve()
     if root is not None:
         source = resolve_root(root, allowed_roots)
-        count = size = 0
-        for dirpath, dirnames, filenames in os.walk(source):
-            dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and not Path(dirpath, d).is_symlink()]
-            rel = Path(dirpath).relative_to(source)
-            (box / rel).mkdir(parents=True, exist_ok=True)
-            for name in filenames:
-                src = Path(dirpath, name)
-                if src.is_symlink() or not src.is_file():
-                    continue  # a link could point anywhere; the copy holds regular files only
-                count += 1
-                size += src.stat().st_size
-                if count > MAX_FILES or size > MAX_BYTES:
-                    shutil.rmtree(box, ignore_errors=True)
-                    raise InputError(f"the project is larger than {MAX_FILES} files / {MAX_BYTES} bytes")
-                shutil.copy2(src, box / rel / name)
+        box = Path(tempfile.mkdtemp(prefix="judge-gates-")).resolve()
+        try:
+            copy_tree(source, box)
+        except BaseException:
+            shutil.rmtree(box, ignore_errors=True)
+            raise
         return box
     assert files is not None
-    for f in files:
-        target = resolve_relative(f.path, box)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(f.content, encoding="utf-8")
+    box = Path(tempfile.mkdtemp(prefix="judge-gates-")).resolve()
+    try:
+        for f in files:
+            target = resolve_relative(f.path, box)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(f.content, encoding="utf-8")
+    except BaseException:
+        shutil.rmtree(box, ignore_errors=True)
+        raise
     return box
+
+
+def copy_tree(source: Path, box: Path) -> None:
+    """Copy the regular files under `source` (resolved once) into `box`, reading only through
+    directory fds that never follow a symlink: a directory swapped for a link mid-copy is skipped."""
+    counts = [0, 0]
+
+    def copy_dir(dir_fd: int, rel: Path) -> None:
+        (box / rel).mkdir(parents=True, exist_ok=True)
+        with os.scandir(dir_fd) as entries:
+            listed = sorted((e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
+                            for e in entries)
+        for name, is_dir, is_file in listed:
+            if is_dir:
+                if name in SKIP_DIRS:
+                    continue
+                try:
+                    sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+                except OSError:
+                    continue  # replaced by a link (or removed) since it was listed
+                try:
+                    copy_dir(sub, rel / name)
+                finally:
+                    os.close(sub)
+            elif is_file:  # a link could point anywhere; the copy holds regular files only
+                try:
+                    fd = open_file(dir_fd, name)
+                except (OSError, InputError):
+                    continue
+                with os.fdopen(fd, "rb") as src:
+                    info = os.fstat(src.fileno())
+                    counts[0] += 1
+                    counts[1] += info.st_size
+                    if counts[0] > MAX_FILES or counts[1] > MAX_BYTES:
+                        raise InputError(f"the project is larger than {MAX_FILES} files / {MAX_BYTES} bytes")
+                    with open(box / rel / name, "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+                os.chmod(box / rel / name, stat.S_IMODE(info.st_mode))
+                os.utime(box / rel / name, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+    top = open_dir(source)
+    try:
+        copy_dir(top, Path())
+    finally:
+        os.close(top)
 
 
 def gate_env(sandbox: Path) -> dict[str, str]:

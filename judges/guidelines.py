@@ -33,7 +33,7 @@ from rag.worker import ParsePool
 from .agents import AgentStore
 from .database import Database
 from .errors import InputError, NotFoundError
-from .paths import resolve_file
+from .paths import read_resolved, resolve_file
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ def read_source(*, path: str | None, content_base64: str | None, text: str | Non
         real = resolve_file(path, allowed_roots)
         if real.stat().st_size > max_bytes:
             raise InputError(f"{path} is {real.stat().st_size} bytes, {too_big}")
-        return real.read_bytes(), filename or real.name
+        return read_resolved(real, max_bytes, path), filename or real.name
     if content_base64 is not None:
         payload = content_base64.split(",", 1)[1] if content_base64.startswith("data:") else content_base64
         payload = "".join(payload.split())

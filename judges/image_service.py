@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import anyio.to_thread
 from pydantic import BaseModel, Field
 
 from .agents import Agent, AgentStore
@@ -50,7 +51,7 @@ class ImageJudging:
         self.guidelines = guidelines
         self.settings = settings
 
-    def load_images(self, refs: Sequence[str]) -> list[ImagePart]:
+    def load_images(self, refs: Sequence[str], policy: ImagePolicy | None = None) -> list[ImagePart]:
         if not refs:
             raise InputError("images must hold at least one image (a path, a data: URI or base64)")
         if len(refs) > self.settings.max_images:
@@ -58,7 +59,7 @@ class ImageJudging:
         loaded = []
         for i, ref in enumerate(refs):
             try:
-                loaded.append(load_image(ref, self.settings.policy))
+                loaded.append(load_image(ref, policy or self.settings.policy))
             except InputError as exc:
                 raise InputError(f"images[{i}]: {exc}") from None
         return loaded
@@ -75,13 +76,14 @@ class ImageJudging:
 
     async def evaluate_image(self, org: str, *, brief: str, images: Sequence[str], prompt: str | None,
                              agent_ids: Sequence[str] | None, run_id: str | None, max_iterations: int | None,
-                             client_for: Callable[[Agent], ModelClient]) -> ImageEvaluation:
+                             client_for: Callable[[Agent], ModelClient],
+                             policy: ImagePolicy | None = None) -> ImageEvaluation:
         if not brief.strip():
             raise InputError("brief must not be empty")
         if max_iterations is not None and not 1 <= max_iterations <= 100:
             raise InputError(f"max_iterations must be between 1 and 100 (got {max_iterations})")
         agents = self.judges(org, agent_ids)
-        parts = self.load_images(images)
+        parts = await anyio.to_thread.run_sync(self.load_images, images, policy)  # decoding stays off the loop
         clients = {a.id: client_for(a) for a in agents}  # a missing backend fails here, before any run
         if run_id is None:
             run_id = self.runs.create(org, brief, max_iterations or self.settings.max_iterations)

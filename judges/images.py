@@ -7,7 +7,6 @@ import base64
 import binascii
 import io
 import ipaddress
-import os
 import socket
 import urllib.parse
 import urllib.request
@@ -17,7 +16,7 @@ from pathlib import Path
 
 from .errors import InputError
 from .model import ImagePart
-from .paths import resolve_file
+from .paths import read_resolved, resolve_file
 
 MAGIC = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -32,6 +31,7 @@ class ImagePolicy:
     allowed_roots: Sequence[Path]
     max_bytes: int = 20 * 1024 * 1024
     max_side: int = 2048
+    max_pixels: int = 40_000_000
     allow_urls: bool = False
     url_timeout_s: float = 15.0
 
@@ -98,12 +98,26 @@ def _image_base64(ref: str) -> bytes | None:
     return decoded if decoded is not None and media_type(decoded) else None
 
 
-def is_image_reference(ref: str) -> bool:
-    """True when `ref` names an image: a data: URI, image base64, or an existing file."""
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif")
+
+
+def looks_like_path(ref: str) -> bool:
+    """True when `ref` is written as a file path: one line starting with / ~ ./ ../ or ending in an
+    image suffix. Decided by its spelling alone, never by whether such a file exists."""
     ref = ref.strip()
-    if ref.startswith("data:") or _image_base64(ref) is not None:
-        return True
-    return len(ref) < 4096 and "\n" not in ref and os.path.isfile(os.path.expanduser(ref))
+    if not ref or len(ref) >= 4096 or "\n" in ref:
+        return False
+    return ref.startswith(("/", "~", "./", "../")) or ref.lower().endswith(IMAGE_SUFFIXES)
+
+
+def is_image_reference(ref: str) -> bool:
+    """True when `ref` names an image: a data: URI, image base64, or something written as a path.
+
+    Existence is not consulted (that would tell a caller which files exist outside the roots): a
+    path-like reference is loaded, so outside the roots it gets the one refusal, inside but
+    missing it is "no such file"."""
+    ref = ref.strip()
+    return ref.startswith("data:") or _image_base64(ref) is not None or looks_like_path(ref)
 
 
 def read_image_bytes(ref: str, policy: ImagePolicy) -> bytes:
@@ -129,7 +143,7 @@ def read_image_bytes(ref: str, policy: ImagePolicy) -> bytes:
     path = resolve_file(ref, policy.allowed_roots)
     if path.stat().st_size > policy.max_bytes:
         raise InputError(f"{ref} is {path.stat().st_size} bytes, more than {policy.max_bytes} (JUDGE_MCP_MAX_IMAGE_BYTES)")
-    return path.read_bytes()
+    return read_resolved(path, policy.max_bytes, ref)
 
 
 def load_image(ref: str, policy: ImagePolicy) -> ImagePart:
@@ -140,16 +154,29 @@ def load_image(ref: str, policy: ImagePolicy) -> ImagePart:
     kind = media_type(data)
     if kind is None:
         raise InputError("not an image: only PNG, JPEG, WebP and GIF are accepted (checked by content)")
-    return ImagePart.from_bytes(*downscale(data, kind, policy.max_side))
+    return ImagePart.from_bytes(*downscale(data, kind, policy.max_side, policy.max_pixels))
 
 
-def downscale(data: bytes, kind: str, max_side: int) -> tuple[bytes, str]:
-    """The image with its longer side at most `max_side`, aspect ratio kept (else unchanged)."""
+async def load_image_async(ref: str, policy: ImagePolicy) -> ImagePart:
+    """load_image in a worker thread: decoding and resizing never block the event loop."""
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(load_image, ref, policy)
+
+
+def downscale(data: bytes, kind: str, max_side: int, max_pixels: int = 40_000_000) -> tuple[bytes, str]:
+    """The image with its longer side at most `max_side`, aspect ratio kept (else unchanged).
+
+    The size is read from the header first: an image above `max_pixels` is refused before decoding."""
     from PIL import Image
 
     try:
-        with Image.open(io.BytesIO(data)) as img:
+        with Image.open(io.BytesIO(data)) as img:  # reads the header only
             width, height = img.size
+            if width * height > max_pixels:
+                raise InputError(
+                    f"the image is {width}×{height} ({width * height / 1e6:.1f} megapixels), more than the "
+                    f"{max_pixels / 1e6:g} megapixels allowed (JUDGE_MCP_MAX_IMAGE_PIXELS); send a smaller image")
             if max(width, height) <= max_side:
                 return data, kind
             scale = max_side / max(width, height)

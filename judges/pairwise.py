@@ -376,10 +376,16 @@ DEFAULT_PROMPTS: dict[tuple[str, Kind], str] = {
 
 
 def _as_image(ref: str, policy: Any) -> ImagePart | None:
-    """An image when `ref` is a data: URI, image base64 or an existing file; None when it is text."""
+    """An image when `ref` is a data: URI, image base64 or written as a path; None when it is text."""
     from .images import is_image_reference, load_image
 
-    return load_image(ref, policy) if is_image_reference(ref) else None
+    if not is_image_reference(ref):
+        return None
+    try:
+        return load_image(ref, policy)
+    except InputError as exc:
+        raise InputError(f"{exc} (the candidate is written as a file path; pass candidate_type: text "
+                         "to compare it as text)") from None
 
 
 def resolve_candidates(candidates: Sequence[str], candidate_type: str, policy: Any) -> tuple[Kind, list[Any]]:
@@ -417,7 +423,8 @@ async def compare(client: ModelClient, *, instruction: str, candidates: Sequence
         raise InputError(f"method pairwise compares exactly two candidates (got {len(candidates)})")
     if method == "viescore" and len(candidates) not in (1, 2):
         raise InputError(f"method viescore scores one or two candidates (got {len(candidates)})")
-    kind, items = resolve_candidates(candidates, candidate_type, policy)
+    # Decoding and resizing images happen in a worker thread, never on the event loop.
+    kind, items = await anyio.to_thread.run_sync(resolve_candidates, candidates, candidate_type, policy)
     if method == "viescore" and kind != "image":
         raise InputError("viescore scores images; pass images (paths, data: URIs or base64)")
     if prompt_id is None:
@@ -426,9 +433,9 @@ async def compare(client: ModelClient, *, instruction: str, candidates: Sequence
         prompt_id = f"{prompt_id}@{prompt_version or 'v1'}"
     elif prompt_version is not None and not prompt_id.endswith(f"@{prompt_version}"):
         raise InputError("give the version either in prompt_id (…@v2) or in prompt_version, not both differently")
-    from .images import load_image
+    from .images import load_image_async
 
-    source = load_image(input_image, policy) if input_image is not None else None
+    source = await load_image_async(input_image, policy) if input_image is not None else None
     validate_input(prompt_id, {"instruction": instruction, "input_image": input_image, "edited_images": list(candidates)})
     if method == "pairwise":
         return await pairwise(client, kind=kind, instruction=instruction, candidates=items, source=source,

@@ -12,7 +12,8 @@ import dataclasses
 import difflib
 import os
 import re
-import tempfile
+import secrets
+import stat
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from . import linediff
 from .errors import InputError
-from .paths import resolve_relative
+from .paths import Tree, open_file, read_fd, resolve_relative
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 KINDS = ("add", "remove", "edit", "splice")
@@ -208,6 +209,7 @@ class FileState:
     bom: bool = False
     mode: int | None = None
     created: bool = False
+    parts: tuple[str, ...] = ()  # the resolved location, relative to the root
 
     def encoded(self) -> bytes | None:
         if self.text is None:
@@ -222,15 +224,27 @@ class FileState:
         return data.decode("utf-8")
 
 
-def _load(rel: str, path: Path) -> FileState:
-    if not path.exists():
-        return FileState(rel, path, None, None)
-    if not path.is_file():
-        raise InputError("is not a regular file")
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise InputError(f"is {size} bytes, more than the {MAX_FILE_BYTES} bytes a patch may touch")
-    data = path.read_bytes()
+def _read_current(tree: Tree, parts: tuple[str, ...]) -> tuple[bytes, int] | None:
+    """(bytes, mode) of the file at root/parts, read through directory fds; None when absent."""
+    dir_fd = tree.dir(parts[:-1])
+    if dir_fd is None:
+        return None
+    try:
+        fd = open_file(dir_fd, parts[-1])
+    except FileNotFoundError:
+        return None
+    info = os.fstat(fd)
+    if info.st_size > MAX_FILE_BYTES:
+        os.close(fd)
+        raise InputError(f"is {info.st_size} bytes, more than the {MAX_FILE_BYTES} bytes a patch may touch")
+    return read_fd(fd, MAX_FILE_BYTES, "the file"), info.st_mode
+
+
+def _load(rel: str, path: Path, parts: tuple[str, ...], tree: Tree) -> FileState:
+    found = _read_current(tree, parts)
+    if found is None:
+        return FileState(rel, path, None, None, parts=parts)
+    data, mode = found
     bom = data.startswith(BOM)
     try:
         text = data[len(BOM):].decode("utf-8") if bom else data.decode("utf-8")
@@ -239,7 +253,7 @@ def _load(rel: str, path: Path) -> FileState:
     # CRLF files are edited as LF and written back as CRLF; mixed endings are left byte for byte.
     crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
     return FileState(rel, path, data, text.replace("\r\n", "\n") if crlf else text, crlf=crlf, bom=bom,
-                     mode=path.stat().st_mode)
+                     mode=mode, parts=parts)
 
 
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-", "\u00a0": " "})
@@ -368,22 +382,35 @@ class Simulation:
         return "".join(unified_diff(s) for s in sorted(self.changed(), key=lambda s: s.rel))
 
 
-def simulate(ops: list[PatchOp], root: Path) -> Simulation:
-    """Run the ops against the files under `root`, in memory; nothing is written."""
+def simulate(ops: list[PatchOp], root: Path, tree: Tree | None = None, *,
+             allow_read_only: bool = False) -> Simulation:
+    """Run the ops against the files under `root`, in memory; nothing is written.
+
+    Every path is resolved once; files are read through directory fds (`tree`), never by path.
+    """
+    if tree is None:
+        with Tree(root) as own:
+            return simulate(ops, root, own, allow_read_only=allow_read_only)
     sim = Simulation()
     for i, op in enumerate(ops):
         where = f"op {i} ({op.kind} {op.path})"
         try:
             path = resolve_relative(op.path, root)
-            if ".git" in path.relative_to(root).parts:
+            parts = path.relative_to(root).parts
+            if ".git" in parts:
                 raise InputError("must not point into .git")
             state = sim.files.get(path)
             if state is None:
-                state = sim.files[path] = _load(path.relative_to(root).as_posix(), path)
+                state = sim.files[path] = _load(path.relative_to(root).as_posix(), path, parts, tree)
         except InputError as exc:
             sim.errors.append(f"{where}: {exc}")
             continue
         _apply_op(op, state, sim.errors, sim.warnings, where)
+    if not allow_read_only:
+        for state in sim.changed():
+            if state.mode is not None and not state.mode & stat.S_IWUSR:
+                sim.errors.append(f"{state.rel}: the file is read-only (mode {stat.S_IMODE(state.mode):o}); "
+                                  "make it writable, or pass allow_read_only: true to change it anyway")
     return sim
 
 
@@ -398,100 +425,167 @@ def unified_diff(state: FileState) -> str:
     return "".join(out)
 
 
-def validate_patch(patch: Any, root: Path | None = None, *, max_ops: int = 50, max_bytes: int = 51200) -> ValidationReport:
+def validate_patch(patch: Any, root: Path | None = None, *, max_ops: int = 50, max_bytes: int = 51200,
+                   allow_read_only: bool = False) -> ValidationReport:
     """Shape checks, then (with a root) every op checked against the files as the earlier ops leave them."""
     ops, errors, warnings = check_shape(patch, max_ops=max_ops, max_bytes=max_bytes)
     count = len(patch.get("ops", [])) if isinstance(patch, dict) and isinstance(patch.get("ops"), list) else 0
     if errors or root is None:
         return ValidationReport(ok=not errors, errors=errors, warnings=warnings, ops=count)
-    sim = simulate(ops, root)
+    sim = simulate(ops, root, allow_read_only=allow_read_only)
     return ValidationReport(ok=not sim.errors, errors=sim.errors, warnings=warnings + sim.warnings,
                             diff=sim.diff(), ops=count)
 
 
 def apply_patch(patch: Any, root: Path, *, dry_run: bool = False, max_ops: int = 50,
-                max_bytes: int = 51200) -> ApplyReport:
-    """All-or-nothing: every new file is computed first; on any failure the tree is left byte-identical."""
+                max_bytes: int = 51200, allow_read_only: bool = False) -> ApplyReport:
+    """All-or-nothing: every new file is computed first; on any failure the tree is left byte-identical.
+
+    The root is opened once; every read, write, rename and unlink below it goes through directory
+    fds that never follow a symlink, so a directory swapped for a link mid-way fails the patch.
+    """
     ops, errors, warnings = check_shape(patch, max_ops=max_ops, max_bytes=max_bytes)
     if errors:
         return ApplyReport(applied=False, errors=errors, warnings=warnings, dry_run=dry_run)
-    sim = simulate(ops, root)
-    warnings += sim.warnings
-    diff = sim.diff()
-    changed = sorted(sim.changed(), key=lambda s: s.rel)
-    names = [s.rel for s in changed]
-    if sim.errors:
-        return ApplyReport(applied=False, diff=diff, errors=sim.errors, warnings=warnings, dry_run=dry_run)
-    if dry_run:
-        return ApplyReport(applied=False, files_changed=names, diff=diff, warnings=warnings, dry_run=True)
-    try:
-        _commit(changed, root)
-    except (OSError, InputError) as exc:
-        return ApplyReport(applied=False, diff=diff, errors=[f"nothing was changed: {exc}"], warnings=warnings)
+    with Tree(root) as tree:
+        sim = simulate(ops, root, tree, allow_read_only=allow_read_only)
+        warnings += sim.warnings
+        diff = sim.diff()
+        changed = sorted(sim.changed(), key=lambda s: s.rel)
+        names = [s.rel for s in changed]
+        if sim.errors:
+            return ApplyReport(applied=False, diff=diff, errors=sim.errors, warnings=warnings, dry_run=dry_run)
+        if dry_run:
+            return ApplyReport(applied=False, files_changed=names, diff=diff, warnings=warnings, dry_run=True)
+        cleaned = clean_leftovers(tree)
+        if cleaned:
+            warnings.append(f"removed {len(cleaned)} temporary file(s) left by an interrupted earlier apply: "
+                            + ", ".join(cleaned[:10]))
+        try:
+            _commit(changed, tree)
+        except (OSError, InputError) as exc:
+            return ApplyReport(applied=False, diff=diff, errors=[f"nothing was changed: {exc}"], warnings=warnings)
     return ApplyReport(applied=True, files_changed=names, diff=diff, warnings=warnings)
 
 
-def _commit(changed: list[FileState], root: Path) -> None:
-    """Write through temp files and renames; undo everything done so far if any step fails."""
-    temps: dict[Path, Path] = {}
-    trash: dict[Path, Path] = {}
-    made_dirs: list[Path] = []
+# Temp files are named `.<name>.<pid>-<random>.judge-mcp.tmp` (and `.del` for a file being removed):
+# one whose process is gone was left by an interrupted apply and is removed by the next one.
+_LEFTOVER = re.compile(r"^\..*\.(\d+)-[0-9a-f]{12}\.judge-mcp\.(tmp|del)$")
+_SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".tox"}
+
+
+def _temp_name(name: str, kind: str) -> str:
+    return f".{name[:100]}.{os.getpid()}-{secrets.token_hex(6)}.judge-mcp.{kind}"
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def clean_leftovers(tree: Tree, max_entries: int = 50_000) -> list[str]:
+    """Remove temp files of applies whose process died (kill -9); returns their relative paths."""
+    removed: list[str] = []
+    seen = 0
+    for top, dirs, files, dir_fd in os.fwalk(".", dir_fd=tree.fd):
+        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]
+        seen += len(dirs) + len(files)
+        for name in files:
+            match = _LEFTOVER.match(name)
+            if match and not _alive(int(match.group(1))):
+                try:
+                    os.unlink(name, dir_fd=dir_fd)
+                except FileNotFoundError:
+                    continue
+                removed.append(os.path.normpath(os.path.join(top, name)))
+        if seen > max_entries:
+            break
+    return removed
+
+
+def _write_new(dir_fd: int, name: str, data: bytes, mode: int | None) -> str:
+    """A temp file next to `name` holding `data`: the old mode kept, a new file's mode from the umask."""
+    tmp = _temp_name(name, "tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            if mode is not None:
+                os.fchmod(f.fileno(), stat.S_IMODE(mode))
+            os.fsync(f.fileno())
+    except BaseException:
+        os.unlink(tmp, dir_fd=dir_fd)
+        raise
+    return tmp
+
+
+def _commit(changed: list[FileState], tree: Tree) -> None:
+    """Write through temp files and renames inside directory fds; undo everything done so far on failure."""
+    temps: dict[Path, tuple[int, str]] = {}
+    trash: dict[Path, tuple[int, str]] = {}
+    made_dirs: list[tuple[str, ...]] = []
     replaced: list[FileState] = []
     try:
         for s in changed:  # the tree must still be as we read it
-            now = s.path.read_bytes() if s.path.is_file() else None
-            if now != s.original:
+            now = _read_current(tree, s.parts)
+            if (now[0] if now else None) != s.original:
                 raise InputError(f"{s.rel} changed while the patch was being prepared; validate again")
         for s in changed:
             data = s.encoded()
             if data is None:
                 continue
-            missing = [p for p in [s.path.parent, *s.path.parent.parents] if not p.exists() and p.is_relative_to(root)]
-            for d in reversed(missing):
-                d.mkdir()
-                made_dirs.append(d)
-            fd, name = tempfile.mkstemp(dir=s.path.parent, prefix=f".{s.path.name}.", suffix=".judge-mcp.tmp")
-            temps[s.path] = Path(name)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            if s.mode is not None:
-                os.chmod(name, s.mode & 0o7777)
+            dir_fd = tree.dir(s.parts[:-1], create=True, made=made_dirs)
+            assert dir_fd is not None
+            temps[s.path] = (dir_fd, _write_new(dir_fd, s.parts[-1], data, s.mode))
         for s in changed:
+            name = s.parts[-1]
             if s.text is None:
-                fd, held = tempfile.mkstemp(dir=s.path.parent, prefix=f".{s.path.name}.", suffix=".judge-mcp.del")
-                os.close(fd)
-                os.replace(s.path, held)
-                trash[s.path] = Path(held)
+                dir_fd = tree.dir(s.parts[:-1])
+                assert dir_fd is not None
+                held = _temp_name(name, "del")
+                os.replace(name, held, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                trash[s.path] = (dir_fd, held)
             else:
-                os.replace(temps[s.path], s.path)
+                dir_fd, tmp = temps[s.path]
+                os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
                 del temps[s.path]
             replaced.append(s)
     except BaseException:
         for s in reversed(replaced):
+            name = s.parts[-1]
             if s.path in trash:
-                os.replace(trash.pop(s.path), s.path)
-            elif s.original is None:
-                s.path.unlink(missing_ok=True)
+                dir_fd, held = trash.pop(s.path)
+                os.replace(held, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                continue
+            dir_fd = tree.dir(s.parts[:-1])
+            assert dir_fd is not None
+            if s.original is None:
+                os.unlink(name, dir_fd=dir_fd)
             else:
-                _write_atomic(s.path, s.original, s.mode)
-        for leftover in temps.values():
-            leftover.unlink(missing_ok=True)
-        for d in reversed(made_dirs):
+                back = _write_new(dir_fd, name, s.original, s.mode)
+                os.replace(back, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        for dir_fd, leftover in temps.values():
             try:
-                d.rmdir()
+                os.unlink(leftover, dir_fd=dir_fd)
+            except FileNotFoundError:
+                pass
+        for parts in reversed(made_dirs):
+            parent = tree.dir(parts[:-1])
+            try:
+                os.rmdir(parts[-1], dir_fd=parent)
             except OSError:
                 pass
         raise
-    for hold in trash.values():
-        hold.unlink(missing_ok=True)
-
-
-def _write_atomic(path: Path, data: bytes, mode: int | None) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".judge-mcp.tmp")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    if mode is not None:
-        os.chmod(tmp, mode & 0o7777)
-    os.replace(tmp, path)
+    for dir_fd, held in trash.values():
+        try:
+            os.unlink(held, dir_fd=dir_fd)
+        except FileNotFoundError:
+            pass

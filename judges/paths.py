@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import InputError
+
+NO_ROOTS = ("no file access: no allowed roots are configured and the client offers no MCP roots. Set "
+            "JUDGE_MCP_ALLOWED_ROOTS to the project directories (separated by ':', e.g. "
+            "JUDGE_MCP_ALLOWED_ROOTS=/home/me/project) in the server's env, or pass the content inline instead")
 
 
 def inside(path: Path, root: Path) -> bool:
@@ -19,7 +24,12 @@ def _allowed(path: str | os.PathLike[str], allowed: Sequence[Path], what: str) -
     text = os.fspath(path)
     if not text or "\x00" in text:
         raise InputError(f"{what} must be a non-empty path without NUL bytes")
-    real = Path(os.path.realpath(Path(text).expanduser()))
+    if not allowed:
+        raise InputError(NO_ROOTS)
+    try:
+        real = Path(os.path.realpath(Path(text).expanduser()))
+    except OSError:  # a component vanished or changed while it was being resolved
+        raise InputError(f"{what} {text!r} changed while it was being resolved; try again") from None
     if not any(inside(real, Path(os.path.realpath(a))) for a in allowed):
         shown = ", ".join(str(a) for a in allowed)
         raise InputError(f"{what} {text!r} is outside the allowed roots ({shown}); set JUDGE_MCP_ALLOWED_ROOTS to allow it")
@@ -37,8 +47,10 @@ def resolve_root(root: str | os.PathLike[str], allowed: Sequence[Path]) -> Path:
 def resolve_file(path: str | os.PathLike[str], allowed: Sequence[Path]) -> Path:
     """A file the caller named by absolute or relative path, that must lie inside one of `allowed`."""
     text, real = _allowed(path, allowed, "path")
+    if not real.exists():
+        raise InputError(f"path {text!r}: no such file")
     if not real.is_file():
-        raise InputError(f"path {text!r} is not an existing file")
+        raise InputError(f"path {text!r} is not a regular file")
     return real
 
 
@@ -55,7 +67,127 @@ def resolve_relative(rel: str, root: Path) -> Path:
     parts = rel.replace("\\", "/").split("/")
     if ".." in parts:
         raise InputError(f"path {rel!r} must not contain '..'")
-    real = Path(os.path.realpath(root / rel))
+    try:
+        real = Path(os.path.realpath(root / rel))
+    except OSError:  # a component vanished or changed while it was being resolved
+        raise InputError(f"path {rel!r} changed while it was being resolved; try again") from None
     if not inside(real, root) or real == root:
         raise InputError(f"path {rel!r} resolves outside the root (through a symlink?)")
     return real
+
+
+# --- working through directory file descriptors -------------------------------------------
+# A path is resolved once (above); from then on every open, mkdir, rename and unlink goes
+# through a directory fd opened component by component with O_NOFOLLOW, so a directory
+# swapped for a symlink after the check makes the operation fail instead of escaping.
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+
+
+def _moved(what: str) -> InputError:
+    return InputError(f"{what} changed while it was being used (a directory replaced by a symlink?); "
+                      "nothing was done, try again")
+
+
+def open_dir(real: Path) -> int:
+    """An fd for the absolute directory `real`, opened from `/` one component at a time, none a symlink."""
+    fd = os.open("/", _DIR_FLAGS)
+    try:
+        for part in real.parts[1:]:
+            try:
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                raise
+            except OSError:  # ELOOP (a symlink) or ENOTDIR (no longer a directory)
+                raise _moved(str(real)) from None
+            os.close(fd)
+            fd = nxt
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_file(dir_fd: int, name: str) -> int:
+    """A read-only fd for the regular file `name` in `dir_fd`; a symlink or a non-file is refused."""
+    try:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        raise
+    except OSError:
+        raise _moved(name) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputError(f"{name!r} is not a regular file")
+    return fd
+
+
+def read_fd(fd: int, limit: int, what: str) -> bytes:
+    """At most `limit` bytes from `fd` (closing it); more than that is an InputError."""
+    with os.fdopen(fd, "rb", closefd=True) as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(f"{what} is more than {limit} bytes")
+    return data
+
+
+def read_resolved(real: Path, limit: int, what: str) -> bytes:
+    """The bytes of a file found by resolve_file, read through directory fds (a swapped path fails)."""
+    try:
+        dir_fd = open_dir(real.parent)
+    except FileNotFoundError:
+        raise _moved(what) from None
+    try:
+        try:
+            fd = open_file(dir_fd, real.name)
+        except FileNotFoundError:
+            raise InputError(f"{what} no longer exists") from None
+        size = os.fstat(fd).st_size
+        if size > limit:
+            os.close(fd)
+            raise InputError(f"{what} is {size} bytes, more than {limit}")
+        return read_fd(fd, limit, what)
+    finally:
+        os.close(dir_fd)
+
+
+class Tree:
+    """A directory opened once; everything below it is reached through cached directory fds."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.fd = open_dir(root)
+        self._dirs: dict[tuple[str, ...], int] = {(): self.fd}
+
+    def dir(self, parts: tuple[str, ...], *, create: bool = False, made: list[tuple[str, ...]] | None = None) -> int | None:
+        """The fd of the directory root/parts; None when it does not exist (and create is off)."""
+        if parts in self._dirs:
+            return self._dirs[parts]
+        parent = self.dir(parts[:-1], create=create, made=made)
+        if parent is None:
+            return None
+        try:
+            fd = os.open(parts[-1], _DIR_FLAGS, dir_fd=parent)
+        except FileNotFoundError:
+            if not create:
+                return None
+            os.mkdir(parts[-1], 0o777, dir_fd=parent)
+            if made is not None:
+                made.append(parts)
+            fd = os.open(parts[-1], _DIR_FLAGS, dir_fd=parent)
+        except OSError:
+            raise _moved("/".join(parts)) from None
+        self._dirs[parts] = fd
+        return fd
+
+    def close(self) -> None:
+        for fd in self._dirs.values():
+            os.close(fd)
+        self._dirs.clear()
+
+    def __enter__(self) -> Tree:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -45,12 +45,15 @@ def _prompt_asset(prompt_id: str) -> Prompt:
     )
 
 
-def create_server(settings: Settings, *, http_auth: bool = False, base_url: str | None = None) -> MCPServer[AppContext]:
-    """The judge-mcp server; with http_auth, bearer tokens from settings decide the organization."""
+def create_server(settings: Settings, *, http_auth: bool = False, base_url: str | None = None,
+                  client_roots: bool = True) -> MCPServer[AppContext]:
+    """The judge-mcp server; with http_auth, bearer tokens from settings decide the organization.
+    client_roots: without JUDGE_MCP_ALLOWED_ROOTS, paths may lie in the client's MCP roots (stdio only:
+    an HTTP client's roots name its own machine, not this one)."""
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
-        async with open_app(settings) as app:
+        async with open_app(settings, client_roots=client_roots) as app:
             yield app
 
     auth_kwargs: dict[str, Any] = {}

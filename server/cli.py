@@ -48,12 +48,18 @@ def main(argv: list[str] | None = None) -> None:
     from .app import create_server
 
     if args.transport == "stdio":
-        create_server(settings).run()
+        import anyio
+
+        from .stdio import serve_stdio
+
+        anyio.run(serve_stdio, create_server(settings))
         return
     security = http_security(settings, args.host, args.port)
     base_url = f"http://{args.host}:{args.port}"
-    server = create_server(settings, http_auth=bool(settings.tokens), base_url=base_url)
+    server = create_server(settings, http_auth=bool(settings.tokens), base_url=base_url, client_roots=False)
     if args.transport == "sse":
-        server.run("sse", host=args.host, port=args.port, transport_security=security)
+        server.run("sse", host=args.host, port=args.port, transport_security=security,
+                   max_request_body_size=settings.request_body_limit)
     else:
-        server.run("streamable-http", host=args.host, port=args.port, transport_security=security)
+        server.run("streamable-http", host=args.host, port=args.port, transport_security=security,
+                   max_request_body_size=settings.request_body_limit)

@@ -15,7 +15,7 @@ from judges.code_judge import CodeVerdict, ProposedPatch, judge_code, propose_pa
 from judges.errors import ConfigError
 from judges.gates import GateSettings, SourceFile, parse_gates
 
-from .context import app_of
+from .context import ClientRoots, app_of, roots_for
 from .errors import tool_errors
 from .settings import Settings
 
@@ -93,6 +93,7 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
         model_notes: str | None = None,
         candidates: Annotated[list[list[SourceFile]] | None, Field(
             description="Several file sets: the gates pick a winner, which is then judged.")] = None,
+        client_roots: ClientRoots = None,
     ) -> CodeVerdict:
         """accept / revise / reject with 8 scores, explanations and a fix plan, kept consistent with the gates.
         Without a model backend, the gates' own verdict (status no_model)."""
@@ -108,7 +109,7 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
         return await judge_code(
             client, spec=spec, root=root, files=files, diff=diff, run_gates_=run_gates,
             gates=chosen, model_notes=model_notes, candidates=candidates,
-            allowed_roots=app.settings.allowed_roots, settings=settings,
+            allowed_roots=roots_for(ctx, client_roots), settings=settings,
         )
 
     @mcp.tool(name="propose_patch", annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=False,
@@ -124,6 +125,7 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
         max_rounds: Annotated[int, Field(description="Judge/fix rounds when apply_and_rejudge (1-5).")] = 1,
         apply_and_rejudge: Annotated[bool, Field(
             description="Apply each patch to a sandbox copy and re-run the gates; the caller's files stay as they are.")] = False,
+        client_roots: ClientRoots = None,
     ) -> ProposedPatch:
         """Minimal patch ops from the seed's fixer prompt, validated against the files (one repair round)."""
         app = app_of(ctx)
@@ -133,5 +135,5 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
         return await propose_patch(
             app.model_for(ctx), spec=spec, root=root, files=files, diagnostics=diagnostics,
             fix_plan=fix_plan, max_rounds=max_rounds, apply_and_rejudge=apply_and_rejudge,
-            allowed_roots=app.settings.allowed_roots, settings=settings,
+            allowed_roots=roots_for(ctx, client_roots), settings=settings,
         )

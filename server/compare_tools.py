@@ -11,7 +11,7 @@ from pydantic import Field
 from judges.agents import ScoreScale
 from judges.pairwise import CompareResult, compare
 
-from .context import app_of
+from .context import ClientRoots, app_of, image_policy
 from .errors import tool_errors
 
 
@@ -30,10 +30,12 @@ def register(mcp: MCPServer) -> None:
                                                            "vlm/assessment/visual_quality/viescore@v2.")] = None,
         prompt_version: str | None = None,
         candidate_type: Annotated[Literal["auto", "image", "text"], Field(
-            description="auto: images when every candidate is a data: URI, image base64 or an existing file.")] = "auto",
+            description="auto: images when every candidate is a data: URI, image base64 or written as a file path "
+                        "(/, ~, ./, ../ or an image suffix); text otherwise.")] = "auto",
         score_scale: Annotated[ScoreScale | None, Field(description=(
             "viescore only: the scale the prompt scores on, {min, max}; default {0, 10}. A score outside it is a "
             "typed failure out_of_range, never clamped."))] = None,
+        client_roots: ClientRoots = None,
     ) -> CompareResult:
         """Which candidate is better (pairwise: Image A / Image B / Tie / Failed, with position-swap
         consistency), or VIEScore scores for one or two images."""
@@ -41,5 +43,5 @@ def register(mcp: MCPServer) -> None:
         return await compare(app.model_for(ctx), instruction=instruction, candidates=candidates,
                              input_image=input_image, method=method, swap=swap, prompt_id=prompt_id,
                              prompt_version=prompt_version, candidate_type=candidate_type,
-                             policy=app.images.settings.policy, retries=app.settings.pairwise_retries,
+                             policy=image_policy(ctx, client_roots), retries=app.settings.pairwise_retries,
                              score_scale=None if score_scale is None else (score_scale.min, score_scale.max))

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import urllib.parse
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, ListRoots, Resolve
+from mcp.types import ListRootsResult
 
 from judges.agents import AgentStore
 from judges.database import Database
@@ -33,6 +39,7 @@ class AppContext:
     models: ModelRegistry
     guidelines: Guidelines
     images: ImageJudging
+    client_roots: bool = True  # use the client's MCP roots when no roots are configured (stdio only)
 
     def model_for(self, ctx: Any, model: str | None = None) -> ModelClient:
         """The client for `model` (or the default), offering the host's sampling when it has it."""
@@ -115,7 +122,7 @@ def build_guidelines(settings: Settings, db: Database, agents: AgentStore) -> Gu
 
 
 @asynccontextmanager
-async def open_app(settings: Settings) -> AsyncIterator[AppContext]:
+async def open_app(settings: Settings, *, client_roots: bool = True) -> AsyncIterator[AppContext]:
     db = Database(settings.database_path)
     models = build_registry(settings)
     guidelines: Guidelines | None = None
@@ -124,13 +131,14 @@ async def open_app(settings: Settings) -> AsyncIterator[AppContext]:
         guidelines = build_guidelines(settings, db, agents)
         images = ImageJudging(agents, RunStore(db), guidelines, ImageSettings(
             policy=ImagePolicy(allowed_roots=settings.allowed_roots, max_bytes=settings.max_image_bytes,
-                               max_side=settings.max_image_side, allow_urls=settings.allow_image_urls),
+                               max_side=settings.max_image_side,
+                               max_pixels=settings.max_image_pixels, allow_urls=settings.allow_image_urls),
             max_images=settings.max_images, max_iterations=settings.max_iterations,
             plateau_window=settings.plateau_window, plateau_threshold=settings.plateau_threshold,
             fallback_score=settings.parse_fallback_score,
         ))
         app = AppContext(settings=settings, db=db, agents=agents, models=models, guidelines=guidelines,
-                         images=images)
+                         images=images, client_roots=client_roots)
         log.info("judge-mcp ready: data in %s, model %s", settings.home, settings.model)
         yield app
     finally:
@@ -138,6 +146,46 @@ async def open_app(settings: Settings) -> AsyncIterator[AppContext]:
             guidelines.close()  # the warm parse workers
         await models.aclose()
         db.close()
+
+
+async def ask_client_roots(ctx: Context) -> ListRootsResult | ListRoots | None:
+    """Resolver: ask the client for its roots (roots/list) when no roots are configured and it has them.
+
+    Asked on every call that takes a path, so a client's roots/list_changed is always honoured."""
+    app = app_of(ctx)
+    if app.settings.allowed_roots or not app.client_roots:
+        return None
+    try:
+        caps = ctx.client_capabilities
+    except Exception:
+        return None
+    return ListRoots() if caps is not None and caps.roots is not None else None
+
+
+ClientRoots = Annotated[ListRootsResult | None, Resolve(ask_client_roots)]
+
+
+def roots_for(ctx: Any, client_roots: ListRootsResult | None) -> list[Path]:
+    """The directories this call may touch: JUDGE_MCP_ALLOWED_ROOTS, else the client's file:// roots
+    (never '/'), else none (and then paths.py says how to configure them)."""
+    app = app_of(ctx)
+    if app.settings.allowed_roots:
+        return list(app.settings.allowed_roots)
+    roots: list[Path] = []
+    for root in client_roots.roots if client_roots is not None else []:
+        uri = urllib.parse.urlsplit(str(root.uri))
+        if uri.scheme != "file" or uri.netloc not in ("", "localhost"):
+            continue
+        path = Path(urllib.parse.unquote(uri.path)).resolve()
+        if path == Path(path.anchor):
+            log.warning("ignoring the client's root %s: it would open the whole filesystem", root.uri)
+            continue
+        roots.append(path)
+    return roots
+
+
+def image_policy(ctx: Any, client_roots: ListRootsResult | None) -> ImagePolicy:
+    return dataclasses.replace(app_of(ctx).images.settings.policy, allowed_roots=roots_for(ctx, client_roots))
 
 
 def app_of(ctx: Any) -> AppContext:

@@ -6,6 +6,7 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import Annotated, ParamSpec, TypeVar
 
+import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
@@ -15,7 +16,7 @@ from judges.guidelines import GuidelineChunk, GuidelineDocument, UploadCancelled
 from rag.store import StoreError
 
 from .agent_tools import AgentId
-from .context import app_of, organization_of
+from .context import ClientRoots, app_of, organization_of, roots_for
 from .errors import tool_errors
 
 P = ParamSpec("P")
@@ -63,12 +64,16 @@ def register(mcp: MCPServer) -> None:
         content_base64: Annotated[str | None, Field(description="The file's bytes in base64 (or a data: URI).")] = None,
         text: Annotated[str | None, Field(description="Plain text or Markdown, as a string.")] = None,
         filename: Annotated[str | None, Field(description="Name to show; also tells Markdown from text.")] = None,
+        client_roots: ClientRoots = None,
     ) -> GuidelineDocument:
         """Add a guideline document to an agent: parsed, chunked (1000/200), embedded and stored for retrieval.
         The same bytes uploaded again return the existing record and add nothing."""
         app = app_of(ctx)
-        data, name = read_source(path=path, content_base64=content_base64, text=text, filename=filename,
-                                 allowed_roots=app.settings.allowed_roots, max_bytes=app.settings.max_upload_bytes)
+        roots = roots_for(ctx, client_roots)
+        # Decoding 20 MB of base64 (or reading the file) takes ~0.2 s: in a worker thread, off the event loop.
+        data, name = await anyio.to_thread.run_sync(lambda: read_source(
+            path=path, content_base64=content_base64, text=text, filename=filename, allowed_roots=roots,
+            max_bytes=app.settings.max_upload_bytes))
 
         async def progress(done: float, total: float | None, message: str) -> None:
             await ctx.report_progress(done, total, message)

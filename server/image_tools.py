@@ -14,7 +14,7 @@ from judges.image_judge import Evaluation
 from judges.image_service import ImageEvaluation, RunReport
 from judges.optimizer import OptimizedPrompt
 
-from .context import app_of, organization_of
+from .context import ClientRoots, app_of, image_policy, organization_of
 from .errors import tool_errors
 
 Images = Annotated[list[str], Field(description="Each a file path (inside the allowed roots), a data: URI or raw "
@@ -34,12 +34,14 @@ def register(mcp: MCPServer) -> None:
         agent_ids: Annotated[list[str] | None, Field(description="Judges to use; default: all of them.")] = None,
         run_id: Annotated[str | None, Field(description="Continue this run (its next iteration).")] = None,
         max_iterations: Annotated[int | None, Field(description="The run's iteration budget (default 10).")] = None,
+        client_roots: ClientRoots = None,
     ) -> ImageEvaluation:
         """Score images with the judge agents (weighted), rank them, and track the run's plateau."""
         app = app_of(ctx)
         return await app.images.evaluate_image(
             organization_of(ctx), brief=brief, images=images, prompt=prompt, agent_ids=agent_ids, run_id=run_id,
             max_iterations=max_iterations, client_for=lambda agent: app.model_for(ctx, agent.model),
+            policy=image_policy(ctx, client_roots),
         )
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))

@@ -13,7 +13,7 @@ from judges.patch_formats import PatchFormat, to_ops
 from judges.patches import PATCH_SCHEMA, ApplyReport, ValidationReport, apply_patch, validate_patch
 from judges.paths import resolve_root
 
-from .context import app_of
+from .context import ClientRoots, roots_for
 from .errors import tool_errors
 
 PatchArg = Annotated[
@@ -25,6 +25,7 @@ PatchArg = Annotated[
 ]
 FormatArg = Annotated[PatchFormat, Field(description="auto (detect), ops, search_replace or unified_diff.")]
 PathArg = Annotated[str | None, Field(description="File for SEARCH/REPLACE blocks that name none.")]
+ReadOnlyArg = Annotated[bool, Field(description="Also change files without write permission (kept read-only).")]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
@@ -43,12 +44,14 @@ def register(mcp: MCPServer) -> None:
         max_bytes: int = 51200,
         format: FormatArg = "auto",
         path: PathArg = None,
+        allow_read_only: ReadOnlyArg = False,
+        client_roots: ClientRoots = None,
     ) -> ValidationReport:
         """Check a patch without writing: shape, limits, paths, and (with a root) each op against the files."""
         ops = to_ops(patch, format, default_path=path)
-        base = resolve_root(root, app_of(ctx).settings.allowed_roots) if root is not None else None
+        base = resolve_root(root, roots_for(ctx, client_roots)) if root is not None else None
         return await anyio.to_thread.run_sync(
-            lambda: validate_patch(ops, base, max_ops=max_ops, max_bytes=max_bytes)
+            lambda: validate_patch(ops, base, max_ops=max_ops, max_bytes=max_bytes, allow_read_only=allow_read_only)
         )
 
     @mcp.tool(name="apply_patch", annotations=DESTRUCTIVE)
@@ -62,10 +65,13 @@ def register(mcp: MCPServer) -> None:
         max_bytes: int = 51200,
         format: FormatArg = "auto",
         path: PathArg = None,
+        allow_read_only: ReadOnlyArg = False,
+        client_roots: ClientRoots = None,
     ) -> ApplyReport:
         """Apply a patch all-or-nothing: if any op fails, no file changes. CRLF and BOMs are preserved."""
         ops = to_ops(patch, format, default_path=path)
-        base = resolve_root(root, app_of(ctx).settings.allowed_roots)
+        base = resolve_root(root, roots_for(ctx, client_roots))
         return await anyio.to_thread.run_sync(
-            lambda: apply_patch(ops, base, dry_run=dry_run, max_ops=max_ops, max_bytes=max_bytes)
+            lambda: apply_patch(ops, base, dry_run=dry_run, max_ops=max_ops, max_bytes=max_bytes,
+                                allow_read_only=allow_read_only)
         )

@@ -12,6 +12,28 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from judges.model_registry import parse_model_string
 
 
+def parse_tokens(text: str) -> dict[str, str]:
+    """'token=organization' pairs (commas or lines; '#' comments). Each pair splits at its LAST '=':
+    organizations may not contain '=', tokens may (base64). Errors name the pair's position, never the token."""
+    tokens: dict[str, str] = {}
+    position = 0
+    for item in text.replace("\n", ",").split(","):
+        item = item.strip()
+        if not item or item.startswith("#"):
+            continue
+        position += 1
+        token, sep, org = item.rpartition("=")
+        token, org = token.strip(), org.strip()
+        if not sep or not org:
+            raise ValueError(f"pair {position} is not 'token=organization' (e.g. 'Zm9vYmFy=acme')")
+        if not token:
+            raise ValueError(f"pair {position} has an empty token")
+        if token in tokens:
+            raise ValueError(f"pair {position} repeats the token of an earlier pair; each token names one organization")
+        tokens[token] = org
+    return tokens
+
+
 def _default_home() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "judge-mcp"
@@ -26,8 +48,9 @@ class Settings(BaseSettings):
     org: str = Field(default="default", min_length=1, description="Organization of a stdio server.")
     model: str = Field(default="auto", description="auto | sampling | anthropic:<m> | openai:<m> | openai-compatible:<m>")
     allowed_roots: Annotated[list[Path], NoDecode] = Field(
-        default_factory=lambda: [Path.cwd()],
-        description="Directories that file paths may lie in, separated like PATH.",
+        default_factory=list,
+        description="Directories that file paths may lie in, separated like PATH. Unset: the client's MCP "
+                    "roots (stdio), else no file access. Never '/' and never the working directory implicitly.",
     )
     tokens: Annotated[dict[str, str], NoDecode] = Field(
         default_factory=dict, description="HTTP bearer tokens: 'token1=orgA,token2=orgB', or @/path/to/file."
@@ -58,6 +81,9 @@ class Settings(BaseSettings):
     warm_delay_s: float = Field(default=1.0, ge=0, description="Seconds after start before the warm-up begins.")
     similarity_threshold: float = Field(default=0.3, ge=0, le=1, description="Default least similarity (MiniLM).")
     max_upload_bytes: int = Field(default=20 * 1024 * 1024, ge=1)
+    max_request_bytes: int | None = Field(
+        default=None, ge=1024, description="Largest HTTP request body; default: room for one upload of "
+        "max_upload_bytes (or one image of max_image_bytes) in base64, plus 1 MiB.")
     chunk_size: int = Field(default=1000, ge=100, le=20000)
     chunk_overlap: int = Field(default=200, ge=0)
     parse_timeout_s: float = Field(default=60.0, gt=0)
@@ -76,6 +102,8 @@ class Settings(BaseSettings):
     # Image judging (seed 000).
     max_image_bytes: int = Field(default=20 * 1024 * 1024, ge=1)
     max_image_side: int = Field(default=2048, ge=64, description="Longer images are downscaled before sending.")
+    max_image_pixels: int = Field(default=40_000_000, ge=1, description="Images with more pixels are refused "
+                                  "(read from the header, before decoding).")
     max_images: int = Field(default=16, ge=1, le=64)
     allow_image_urls: bool = Field(default=False, description="Accept http(s) image URLs (public addresses only).")
     max_iterations: int = Field(default=10, ge=1, le=100)
@@ -108,9 +136,12 @@ class Settings(BaseSettings):
     @field_validator("allowed_roots")
     @classmethod
     def _resolve_roots(cls, value: list[Path]) -> list[Path]:
-        if not value:
-            raise ValueError("at least one directory is needed")
-        return [p.expanduser().resolve() for p in value]
+        roots = [p.expanduser().resolve() for p in value]
+        for i, root in enumerate(roots, 1):
+            if root == Path(root.anchor):
+                raise ValueError(f"entry {i} is {str(root)!r}, which would open the whole filesystem; "
+                                 "name the project directories instead, e.g. /home/me/project")
+        return roots
 
     @field_validator("allowed_hosts", "allowed_origins", mode="before")
     @classmethod
@@ -127,16 +158,7 @@ class Settings(BaseSettings):
         text = value.strip()
         if text.startswith("@"):
             text = Path(text[1:]).expanduser().read_text(encoding="utf-8")
-        tokens: dict[str, str] = {}
-        for item in text.replace("\n", ",").split(","):
-            item = item.strip()
-            if not item or item.startswith("#"):
-                continue
-            token, sep, org = item.partition("=")
-            if not sep or not token.strip() or not org.strip():
-                raise ValueError("expected 'token=organization' pairs separated by commas")
-            tokens[token.strip()] = org.strip()
-        return tokens
+        return parse_tokens(text)
 
     @field_validator("model", mode="after")
     @classmethod
@@ -154,6 +176,14 @@ class Settings(BaseSettings):
         if self.chunk_overlap >= self.chunk_size:
             raise ValueError("JUDGE_MCP_CHUNK_OVERLAP must be smaller than JUDGE_MCP_CHUNK_SIZE")
         return self
+
+    @property
+    def request_body_limit(self) -> int:
+        """The HTTP body limit: explicit, or big enough for the largest inline upload the README promises."""
+        if self.max_request_bytes is not None:
+            return self.max_request_bytes
+        largest = max(self.max_upload_bytes, self.max_image_bytes)
+        return -(-largest // 3) * 4 + 1024 * 1024
 
     @property
     def database_path(self) -> Path:

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import sys
 import time
+from pathlib import Path
 from typing import Any
+
+JUDGE_MCP = str(Path(sys.executable).with_name("judge-mcp"))
+
+
+def server_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a spawned `judge-mcp`: data in `home`, which is also the one allowed root."""
+    from tests.conftest import MODEL_CACHE
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_"))}
+    env.update({"JUDGE_MCP_HOME": str(home), "JUDGE_MCP_ALLOWED_ROOTS": str(home),
+                "JUDGE_MCP_MODEL_CACHE": str(MODEL_CACHE), **extra})
+    return env
 
 
 async def call(client: Any, tool: str, **args: Any) -> dict[str, Any]:

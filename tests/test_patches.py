@@ -244,11 +244,11 @@ def test_failure_during_the_write_phase_rolls_everything_back(root: Path, monkey
     real_replace = os.replace
     calls = {"n": 0}
 
-    def flaky(src: Any, dst: Any) -> None:
+    def flaky(src: Any, dst: Any, **fds: Any) -> None:
         calls["n"] += 1
         if calls["n"] == 3:
             raise OSError("disk full")
-        real_replace(src, dst)
+        real_replace(src, dst, **fds)
 
     monkeypatch.setattr(os, "replace", flaky)
     patch = {"ops": [edit("src/app.py", "a + b", "a - b"), {"kind": "remove", "path": "README.md"},

@@ -14,7 +14,7 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
     s = Settings()
     assert s.org == "default" and s.model == "auto"
-    assert s.allowed_roots == [tmp_path.resolve()]
+    assert s.allowed_roots == []  # never the working directory implicitly
 
 
 def test_allowed_roots_split_like_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

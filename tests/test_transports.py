@@ -3,28 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import MODEL_CACHE
-from tests.mcp_helpers import free_port, wait_for_port
+from tests.mcp_helpers import JUDGE_MCP, free_port, server_env, wait_for_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
-
-JUDGE_MCP = str(Path(sys.executable).with_name("judge-mcp"))
-
-
-def server_env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_"))}
-    env.update({"JUDGE_MCP_HOME": str(home), "JUDGE_MCP_ALLOWED_ROOTS": str(home),
-                "JUDGE_MCP_MODEL_CACHE": str(MODEL_CACHE), **extra})
-    return env
 
 
 async def test_stdio_server_lists_tools_through_the_sdk_client(tmp_path: Path) -> None:

@@ -1,0 +1,93 @@
+"""stdio serving that answers every request: a line the SDK cannot read gets a JSON-RPC error back.
+
+The SDK's stdio transport turns an unreadable line (invalid JSON, or JSON nested deeper than its
+parser's recursion limit) into an exception the server only logs, so the client waits forever.
+Here such a line is answered with a JSON-RPC "Parse error" (-32700) carrying the request's id
+when it can be found at the top level of the line (else null, as JSON-RPC says)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+import anyio
+
+log = logging.getLogger("judge_mcp")
+
+PARSE_ERROR = -32700
+_ID = re.compile(r'\s*("(?:[^"\\]|\\.)*"|-?\d+)')
+
+
+def top_level_id(line: str) -> str | int | None:
+    """The `id` member of the outermost JSON object in `line`, found without parsing the nesting."""
+    depth = 0
+    i, n = 0, len(line)
+    while i < n:
+        c = line[i]
+        if c == '"':
+            end = i + 1
+            while end < n and line[end] != '"':
+                end += 2 if line[end] == "\\" else 1
+            key = line[i + 1:end]
+            i = end + 1
+            if depth == 1 and key == "id":
+                rest = line[i:].lstrip()
+                if rest.startswith(":"):
+                    m = _ID.match(rest[1:])
+                    if m:
+                        value = m.group(1)
+                        found: str | int = json.loads(value)
+                        return found
+            continue
+        if c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+        i += 1
+    return None
+
+
+def parse_error_reply(exc: Exception) -> Any:
+    """A JSON-RPC error message answering the unreadable line behind `exc`."""
+    from mcp.shared.message import SessionMessage
+    from mcp.types import ErrorData, JSONRPCError
+
+    line, reason = "", str(exc).splitlines()[1].strip() if len(str(exc).splitlines()) > 1 else str(exc)
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            first = errors()[0]
+            line, reason = str(first.get("input", "")), first.get("msg", reason)
+        except Exception:  # not a pydantic error after all
+            pass
+    hint = ("nest the arguments less deeply (the server reads about 200 levels)" if "recursion limit" in reason
+            else "send one JSON-RPC 2.0 message per line")
+    message = f"Parse error: the message could not be read ({reason}); {hint}"
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=top_level_id(line),
+                                       error=ErrorData(code=PARSE_ERROR, message=message)))
+
+
+async def serve_stdio(server: Any) -> None:
+    """Run the MCP server on stdin/stdout, answering unreadable lines instead of dropping them."""
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    lowlevel = server._lowlevel_server  # MCPServer.run_stdio_async does the same, minus the answers
+    async with stdio_server() as (read_stream, write_stream):
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def forward() -> None:
+            async with send:
+                async for item in read_stream:
+                    if isinstance(item, Exception):
+                        log.warning("unreadable message on stdin: %s", str(item).splitlines()[0])
+                        await write_stream.send(parse_error_reply(item))
+                        continue
+                    await send.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(forward)
+            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+            tg.cancel_scope.cancel()
