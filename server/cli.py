@@ -41,10 +41,29 @@ def http_security(settings: Settings, host: str, port: int) -> TransportSecurity
     return TransportSecuritySettings(allowed_hosts=settings.allowed_hosts, allowed_origins=settings.allowed_origins)
 
 
+OWN_LOGGERS = ("judge_mcp", "server", "judges", "rag", "prompts", "mcp")
+
+
+class _OthersAtWarning(logging.Filter):
+    """Libraries (onnxruntime's quantizer logs on the root logger, bm25s at DEBUG) reach stderr only
+    from WARNING up; our own loggers and the MCP SDK's at the configured level."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or record.name.split(".")[0] in OWN_LOGGERS
+
+
+def configure_logging(level: str) -> None:
+    """One stderr handler (stdout belongs to the stdio protocol)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(_OthersAtWarning())
+    logging.basicConfig(level=level, handlers=[handler])
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     settings = load_settings()
-    logging.basicConfig(stream=sys.stderr, level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(settings.log_level)
     from .app import create_server
 
     if args.transport == "stdio":
