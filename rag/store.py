@@ -47,7 +47,11 @@ class Hit:
 
 Mode = str  # "hybrid" | "dense" | "bm25"
 MODES = ("hybrid", "dense", "bm25")
-RRF_K = 60  # reciprocal rank fusion: score = Σ 1 / (RRF_K + rank)
+RRF_K = 60  # reciprocal rank fusion: score = Σ weight / (RRF_K + rank)
+# The dense ranking counts a little less than the lexical one, so that at equal ranks the chunk holding the
+# query's exact words wins: the small embedding model misses codes, names and numbers (bench/retrieval.py:
+# hybrid recall@1 0.78 with equal weights, 0.83 with 0.8; recall@5 0.98 → 0.95).
+DENSE_WEIGHT = 0.8
 
 
 def _stem(word: str) -> str:
@@ -564,8 +568,8 @@ class GuidelineStore:
     def _rank(self, agent_id: str, m: _Matrix, vector: Sequence[float] | None, query: str | None, top_k: int,
               threshold: float, allowed: set[str] | None, mode: Mode) -> list[Hit]:
         """Dense: exact cosine top-k. BM25: chunks sharing a query term, by BM25 score. Hybrid: both
-        rankings (each up to max(50, 4·top_k) deep) fused by reciprocal rank; ties go to the
-        higher similarity. `similarity` is always the dense cosine."""
+        rankings (each up to max(50, 4·top_k) deep) fused by reciprocal rank, the dense one weighted
+        DENSE_WEIGHT; ties go to the higher similarity. `similarity` is always the dense cosine."""
         import numpy as np
 
         if mode == "dense":
@@ -579,7 +583,7 @@ class GuidelineStore:
         if sims is not None:
             keep = sims >= threshold if mask is None else (sims >= threshold) & mask
             for rank, i in enumerate(self._top(sims, keep, depth)):
-                fused[i] = fused.get(i, 0.0) + 1.0 / (RRF_K + rank + 1)
+                fused[i] = fused.get(i, 0.0) + DENSE_WEIGHT / (RRF_K + rank + 1)
         tokens = _tokens(query)
         scores = np.asarray(self._lexical(agent_id, m).get_scores(tokens), dtype=np.float32) if tokens else None
         if scores is not None:
