@@ -142,7 +142,7 @@ def read_source(*, path: str | None, content_base64: str | None, text: str | Non
     if content_base64 is not None:
         payload = content_base64.split(",", 1)[1] if content_base64.startswith("data:") else content_base64
         payload = "".join(payload.split())
-        if len(payload) * 3 // 4 > max_bytes:
+        if len(payload) * 3 // 4 - (len(payload) - len(payload.rstrip("="))) > max_bytes:  # '=' pads, decodes to nothing
             raise InputError(f"content_base64 decodes to {too_big}")
         try:
             data = base64.b64decode(payload, validate=True)

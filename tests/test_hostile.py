@@ -513,9 +513,8 @@ async def test_http_accepts_the_20_mb_inline_upload_the_readme_promises(http_url
     import base64
     import json
 
-    # JUDGE_MCP_MAX_UPLOAD_BYTES in base64 (rounded down to whole base64 groups: read_source's size
-    # estimate counts the '=' padding as bytes, so exactly 20 MiB is refused by one byte; issue 12's code)
-    payload = base64.b64encode(b"a" * (20 * 1024 * 1024 // 3 * 3)).decode()
+    # exactly JUDGE_MCP_MAX_UPLOAD_BYTES (20 MiB), in base64 with its '=' padding
+    payload = base64.b64encode(b"a" * (20 * 1024 * 1024)).decode()
     body = tmp_path / "body.json"
     body.write_text(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "upload_guideline", "arguments": {"agent_id": "no-such-agent", "content_base64": payload}}}))
