@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -69,7 +70,14 @@ def log_gate_sandbox(settings: Settings) -> None:
 
 def register(mcp: MCPServer, settings: Settings | None = None) -> None:
     if settings is not None:
-        log_gate_sandbox(settings)
+        if settings.gate_sandbox == "bwrap":
+            log_gate_sandbox(settings)  # required: a server without it must not start
+        else:
+            # Probing bwrap starts a sandbox (~50 ms): off the start-up path, and like the warm-up a moment
+            # after start so it does not compete with the host's handshake. It imports nothing heavy.
+            probe = threading.Timer(settings.warm_delay_s, log_gate_sandbox, args=(settings,))
+            probe.daemon = True
+            probe.start()
     # The functions carry a suffix only so they do not shadow the core functions they call.
     @mcp.tool(name="judge_code", annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=False,
                                                              open_world_hint=True))

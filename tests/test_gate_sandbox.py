@@ -389,7 +389,11 @@ async def test_selected_test_node_ids_and_options_reach_pytest(server: Server) -
 
 
 def test_the_server_logs_the_sandbox_at_start(server: Server) -> None:
-    log = server.stderr.read_text()
+    import time
+
+    deadline = time.monotonic() + 10  # the probe runs beside start-up, not before it
+    while "gate sandbox:" not in (log := server.stderr.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert "gate sandbox: bwrap" in log and "no network" in log
 
 
