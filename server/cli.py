@@ -1,4 +1,5 @@
-"""`judge-mcp [--transport stdio|sse|http] [--host 127.0.0.1] [--port N]`."""
+"""`judge-mcp [--transport stdio|sse|http] [--host 127.0.0.1] [--port N]`, `judge-mcp --version`,
+`judge-mcp config <host> [--root DIR ...]`."""
 
 from __future__ import annotations
 
@@ -17,7 +18,24 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--transport", choices=["stdio", "sse", "http"], default="stdio")
     p.add_argument("--host", default="127.0.0.1", help="bind address for sse/http (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port for sse/http (default 8000)")
+    p.add_argument("--version", action="version", version=f"judge-mcp {_version()}")
+    sub = p.add_subparsers(dest="command", metavar="config")
+    config = sub.add_parser("config", help="print a ready server block for a host's MCP configuration "
+                                           "(absolute paths), then exit")
+    config.add_argument("host", choices=["claude-desktop", "cursor", "vscode", "claude-code"])
+    config.add_argument("--root", action="append", dest="roots", metavar="DIR",
+                        help="a directory the tools may read and write (repeatable; default: the current "
+                             "directory)")
     return p
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("judge-mcp")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def http_security(settings: Settings, host: str, port: int) -> TransportSecuritySettings:
@@ -63,6 +81,14 @@ def configure_logging(level: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     settings = load_settings()
+    if args.command == "config":
+        from .host_config import print_host_config
+
+        try:
+            print_host_config(args.host, args.roots or ["."], settings.model)
+        except ValueError as exc:
+            raise SystemExit(f"judge-mcp config: {exc}") from None
+        return
     configure_logging(settings.log_level)
     from .app import create_server
 
