@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -24,27 +25,61 @@ def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     configuration and backend errors as such; anything unexpected as an incident whose id is in the
     message and, with the traceback, in the log on stderr. Every tool goes through this one wrapper."""
 
+    tool = fn.__name__.removesuffix("_tool")
+
     @functools.wraps(fn)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        started = time.monotonic()
+        outcome = "ok"
+        result: Any = None
         try:
-            return await fn(*args, **kwargs)
+            result = await fn(*args, **kwargs)
+            return result
         except (InputError, PromptError) as exc:
+            outcome = "invalid_input"
             raise ToolError(f"invalid input: {exc}") from exc
         except ConfigError as exc:
+            outcome = "configuration"
             raise ToolError(f"server configuration: {exc}") from exc
         except BackendError as exc:
+            outcome = f"backend_{exc.kind}"
             raise ToolError(f"model backend ({exc.kind}): {exc}") from exc
         except ToolError:
+            outcome = "error"
             raise
-        except Exception as exc:
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # cancelled: logged, not mapped
+                outcome = "cancelled"
+                raise
             incident = uuid.uuid4().hex[:12]
+            outcome = f"incident {incident}"
             log.error("incident %s: tool %s failed unexpectedly", incident, fn.__name__, exc_info=exc)
             raise ToolError(
                 f"internal error, incident {incident}: {type(exc).__name__}: {str(exc)[:300] or 'no message'}. "
                 "This is not a problem with your input. Retry once; if it happens again, give the server's "
                 "operator the incident id (the traceback is in the server's log on stderr)."
             ) from exc
+        finally:
+            log_call(tool, args, kwargs, time.monotonic() - started, outcome, result)
 
     setattr(wrapper, WRAPPED, True)
     return wrapper
 
+
+
+def log_call(tool: str, args: Any, kwargs: dict[str, Any], seconds: float, outcome: str, result: Any) -> None:
+    """One line per tool call on stderr: tool, organization, duration, outcome, model requests and tokens."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    from .context import organization_of
+
+    ctx = kwargs.get("ctx", args[0] if args else None)
+    try:
+        org = organization_of(ctx)
+    except Exception:  # no request context (a direct call in a test)
+        org = "-"
+    usage = getattr(result, "usage", None)
+    requests = getattr(usage, "requests", getattr(usage, "model_calls", None))
+    spent = (f" requests={requests} tokens={getattr(usage, 'input_tokens', 0)}/{getattr(usage, 'output_tokens', 0)}"
+             if requests is not None else "")
+    log.info("tool=%s org=%s duration_ms=%.0f outcome=%s%s", tool, org, seconds * 1000, outcome, spent)
