@@ -65,7 +65,9 @@ def create_server(settings: Settings, *, http_auth: bool = False, base_url: str 
         url = base_url or "http://127.0.0.1"
         auth_kwargs = {
             "token_verifier": StaticTokenVerifier(settings.tokens),
-            "auth": AuthSettings(issuer_url=url, resource_server_url=f"{url}/mcp"),  # type: ignore[arg-type]
+            # Static tokens, no OAuth: no resource server URL, so 401s carry a plain Bearer challenge
+            # (not a resource-metadata URL that does not exist) and the SDK has nothing to warn about.
+            "auth": AuthSettings(issuer_url=url, resource_server_url=None),  # type: ignore[arg-type]
         }
     from importlib.metadata import PackageNotFoundError, version
 

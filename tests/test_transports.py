@@ -110,3 +110,26 @@ def test_non_loopback_bind_without_tokens_refuses_to_start(tmp_path: Path) -> No
     )
     assert proc.returncode != 0
     assert "JUDGE_MCP_TOKENS" in proc.stderr
+
+
+async def test_a_401_carries_a_plain_bearer_challenge_without_oauth_metadata(http_server: str) -> None:
+    import httpx2
+
+    async with httpx2.AsyncClient() as http:
+        r = await http.post(http_server, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                            headers={"accept": "application/json, text/event-stream"})
+    challenge = r.headers["www-authenticate"]
+    assert challenge.startswith("Bearer ") and "resource_metadata" not in challenge
+
+
+def test_an_http_server_with_tokens_starts_without_sdk_warnings(tmp_path: Path) -> None:
+    import warnings
+
+    from server.app import create_server
+    from tests.conftest import make_settings
+
+    settings = make_settings(tmp_path, tokens={"tok": "org"})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        create_server(settings, http_auth=True, base_url="http://127.0.0.1:8000", client_roots=False)
+    assert [str(w.message) for w in caught] == []
