@@ -10,10 +10,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from judges import sandbox
-from judges.code_judge import CodeVerdict, ProposedPatch, judge_code, propose_patch
+from judges.code import sandbox
+from judges.code.gates import GateSettings, SourceFile, parse_gates
+from judges.code.judge import CodeVerdict, ProposedPatch, judge_code, propose_patch
 from judges.errors import ConfigError
-from judges.gates import GateSettings, SourceFile, parse_gates
 
 from .context import ClientRoots, app_of, roots_for
 from .errors import tool_errors

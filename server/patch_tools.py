@@ -9,9 +9,9 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field, WithJsonSchema
 
-from judges.patch_formats import PatchFormat, to_ops
-from judges.patches import PATCH_SCHEMA, ApplyReport, ValidationReport, apply_patch, validate_patch
-from judges.paths import resolve_root
+from judges.inputs.paths import resolve_root
+from judges.patches.formats import PatchFormat, to_ops
+from judges.patches.ops import PATCH_SCHEMA, ApplyReport, ValidationReport, apply_patch, validate_patch
 
 from .context import ClientRoots, roots_for
 from .errors import tool_errors

@@ -9,7 +9,7 @@ from typing import Annotated
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from judges.model_registry import parse_model_string
+from judges.models.registry import parse_model_string
 
 
 def parse_tokens(text: str) -> dict[str, str]:

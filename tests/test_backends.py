@@ -9,10 +9,10 @@ import pytest
 from pydantic import BaseModel
 
 from judges.errors import BackendError, ConfigError
-from judges.guard import CallPolicy
-from judges.model import ImagePart, Message, ModelClient, ModelRequest
-from judges.model_registry import BackendConfig, ModelRegistry
-from judges.parsing import run_judge
+from judges.models.guard import CallPolicy
+from judges.models.protocol import ImagePart, Message, ModelClient, ModelRequest
+from judges.models.registry import BackendConfig, ModelRegistry
+from judges.reading.parsing import run_judge
 from tests.fake_model_server import FakeModelServer, Scripted
 
 pytestmark = pytest.mark.anyio

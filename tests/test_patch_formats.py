@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from judges.errors import InputError
-from judges.patch_formats import detect_format, search_replace_ops, to_ops, unified_diff_ops
-from judges.patches import apply_patch
+from judges.patches.formats import detect_format, search_replace_ops, to_ops, unified_diff_ops
+from judges.patches.ops import apply_patch
 from tests.conftest import corpus
 
 

@@ -61,4 +61,4 @@ def test_the_wheel_contains_the_prompt_files(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "prompts/assets/agents/brand_compliance/v1.j2" in names
-    assert "server/cli.py" in names and "judges/parsing.py" in names
+    assert "server/cli.py" in names and "judges/reading/parsing.py" in names

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .errors import BackendError
-from .guard import backend_error_from_sdk
-from .model import ImagePart, ModelReply, ModelRequest, StopReason, TextPart, Usage
-from .structured import StructuredMode, next_mode, says_format_unsupported, system_with_schema
+from judges.errors import BackendError
+from judges.models.guard import backend_error_from_sdk
+from judges.models.protocol import ImagePart, ModelReply, ModelRequest, StopReason, TextPart, Usage
+from judges.models.structured import StructuredMode, next_mode, says_format_unsupported, system_with_schema
 
 _FINISH: dict[str, StopReason] = {"stop": "end", "length": "max_tokens", "content_filter": "refusal"}
 class OpenAIChatClient:

@@ -21,9 +21,9 @@ from typing import Any, Literal, TypeGuard
 
 from pydantic import BaseModel, Field
 
-from . import linediff
-from .errors import InputError
-from .paths import Tree, open_file, read_fd, resolve_relative
+from judges.errors import InputError
+from judges.inputs.paths import Tree, open_file, read_fd, resolve_relative
+from judges.patches import linediff
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 KINDS = ("add", "remove", "edit", "splice")

@@ -13,13 +13,21 @@ import anyio
 from pydantic import BaseModel, Field
 
 import prompts
-
-from .brief import ProjectBrief, build_project_brief
-from .errors import InputError
-from .gates import GateRun, GateSettings, Signals, SourceFile, discard, gate_score, run_gates, sandbox_from
-from .model import Message, ModelClient, ModelRequest, Usage
-from .parsing import JudgeModel, run_judge
-from .patches import ValidationReport, apply_patch, validate_patch
+from judges.code.brief import ProjectBrief, build_project_brief
+from judges.code.gates import (
+    GateRun,
+    GateSettings,
+    Signals,
+    SourceFile,
+    discard,
+    gate_score,
+    run_gates,
+    sandbox_from,
+)
+from judges.errors import InputError
+from judges.models.protocol import Message, ModelClient, ModelRequest, Usage
+from judges.patches.ops import ValidationReport, apply_patch, validate_patch
+from judges.reading.parsing import JudgeModel, run_judge
 
 DIMENSIONS = ("compilation", "tests_functional", "tests_edge", "types", "style", "security", "boundaries", "schema")
 

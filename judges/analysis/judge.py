@@ -17,10 +17,9 @@ import jinja2
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
 
 import prompts
-
-from .errors import InputError
-from .model import Message, ModelClient, ModelRequest, Usage
-from .parsing import JudgeModel, run_judge
+from judges.errors import InputError
+from judges.models.protocol import Message, ModelClient, ModelRequest, Usage
+from judges.reading.parsing import JudgeModel, run_judge
 
 Rating = Literal["poor", "sufficient", "impressive"]
 

@@ -14,8 +14,8 @@ from typing import Any, Generic, TypeVar
 from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel, to_pascal
 
-from .errors import BackendError, FailureKind
-from .model import Message, ModelClient, ModelReply, ModelRequest, Usage
+from judges.errors import BackendError, FailureKind
+from judges.models.protocol import Message, ModelClient, ModelReply, ModelRequest, Usage
 
 
 def _aliases(name: str) -> AliasChoices:

@@ -1,6 +1,6 @@
 """The published verdict conventions judges write when they do not answer in JSON.
 
-Part of the one reading path (judges.parsing.run_judge): structured output → tolerant JSON →
+Part of the one reading path (judges.reading.parsing.run_judge): structured output → tolerant JSON →
 these conventions → one repair round → typed failure. Each reader returns the verdict and the
 name of the convention that read it (recorded as `read_as: convention:<name>`), or raises
 VerdictError whose `kind` is `parse_error` (no verdict), `ambiguous` (two different final
@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .errors import FailureKind
-from .parsing import OutputError, json_candidates
+from judges.errors import FailureKind
+from judges.reading.parsing import OutputError, json_candidates
 
 Winner = Literal["A", "B", "tie"]
 Margin = Literal["strong", "slight", "tie"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .errors import BackendError
-from .guard import backend_error_from_sdk
-from .model import ImagePart, ModelReply, ModelRequest, StopReason, TextPart, Usage
-from .structured import StructuredMode, says_format_unsupported, system_with_schema
+from judges.errors import BackendError
+from judges.models.guard import backend_error_from_sdk
+from judges.models.protocol import ImagePart, ModelReply, ModelRequest, StopReason, TextPart, Usage
+from judges.models.structured import StructuredMode, says_format_unsupported, system_with_schema
 
 _STOP: dict[str, StopReason] = {
     "end_turn": "end",
