@@ -135,5 +135,5 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
         return await propose_patch(
             app.model_for(ctx), spec=spec, root=root, files=files, diagnostics=diagnostics,
             fix_plan=fix_plan, max_rounds=max_rounds, apply_and_rejudge=apply_and_rejudge,
-            allowed_roots=roots_for(ctx, client_roots), settings=settings,
+            allowed_roots=roots_for(ctx, client_roots), settings=settings, limits=app.settings.patch_limits(),
         )
