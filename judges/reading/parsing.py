@@ -65,7 +65,8 @@ class OutputError(ValueError):
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|jsonc)?[ \t]*\n(.*?)```", re.S)
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
-_REFUSAL = re.compile(
+# How a refusal opens (OpenAI, Anthropic and open models alike); the verdict conventions use it too.
+REFUSAL = re.compile(
     r"^\s*(?:I['’]m sorry|I am sorry|Sorry|I apologi[sz]e|I can(?:not|['’]t)|I am (?:not able|unable)|"
     r"I['’]m (?:not able|unable)|As an AI)",
     re.I,
@@ -166,7 +167,7 @@ def _describe(error: ValidationError) -> str:
 
 
 def looks_like_refusal(text: str) -> bool:
-    return bool(_REFUSAL.match(text)) and not json_candidates(text)
+    return bool(REFUSAL.match(text)) and not json_candidates(text)
 
 
 @functools.cache
