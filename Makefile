@@ -33,6 +33,7 @@ serve:
 test: $(TEST_STAMP)
 	$(VENV)/bin/ruff check server judges rag prompts tests bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 bench: $(TEST_STAMP)

@@ -19,8 +19,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> None:
-    from judges import sandbox
-    from judges.gates import GateSettings, discard, run_gate, run_gates, sandbox_from
+    from judges.code import sandbox
+    from judges.code.gates import GateSettings, discard, run_gate, run_gates, sandbox_from
     from tests.test_code_judge import make_project
 
     bwrap, why = sandbox.detect()

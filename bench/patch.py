@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from judges.patches import apply_patch, validate_patch
+from judges.patches.ops import apply_patch, validate_patch
 
 
 def main() -> None:

@@ -106,6 +106,13 @@ def load(prompt_id: str) -> PromptTemplate:
     )
 
 
+def from_text(source: str, name: str) -> PromptTemplate:
+    """A caller's own template text (e.g. a custom analysis category), compiled and rendered exactly as
+    the shipped assets are: the same environment, StrictUndefined, `fence`, missing variables refused."""
+    variables = tuple(sorted(jinja2.meta.find_undeclared_variables(_ENV.parse(source))))
+    return PromptTemplate(id=name, description=name, variables=variables, template=_ENV.from_string(source), meta={})
+
+
 def render(prompt_id: str, **variables: Any) -> str:
     """Render a prompt asset; a missing variable raises PromptError before any model call."""
     return load(prompt_id).render(**variables)

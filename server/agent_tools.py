@@ -8,7 +8,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from judges.agents import TEMPLATES, Agent, RagConfig, ScoreScale
+from judges.store.agents import TEMPLATES, Agent, RagConfig, ScoreScale
 
 from .context import app_of, organization_of
 from .errors import tool_errors

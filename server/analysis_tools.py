@@ -8,7 +8,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from judges.analysis import BUILTIN, DETERMINISTIC, AnalysisResult, evaluate_analysis
+from judges.analysis.judge import BUILTIN, DETERMINISTIC, AnalysisResult, evaluate_analysis
 from judges.errors import InputError
 
 from .context import app_of

@@ -11,10 +11,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from judges import sandbox
-from judges.code_judge import CodeVerdict, ProposedPatch, judge_code, propose_patch
+from judges.code import sandbox
+from judges.code.gates import GateSettings, SourceFile, parse_gates
+from judges.code.judge import CodeVerdict, ProposedPatch, judge_code, propose_patch
 from judges.errors import ConfigError
-from judges.gates import GateSettings, SourceFile, parse_gates
 
 from .context import ClientRoots, app_of, roots_for
 from .errors import tool_errors
@@ -143,5 +143,5 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
         return await propose_patch(
             app.model_for(ctx), spec=spec, root=root, files=files, diagnostics=diagnostics,
             fix_plan=fix_plan, max_rounds=max_rounds, apply_and_rejudge=apply_and_rejudge,
-            allowed_roots=roots_for(ctx, client_roots), settings=settings,
+            allowed_roots=roots_for(ctx, client_roots), settings=settings, limits=app.settings.patch_limits(),
         )

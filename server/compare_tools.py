@@ -8,8 +8,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from judges.agents import ScoreScale
-from judges.pairwise import CompareResult, compare
+from judges.pairwise.judge import CompareResult, compare
+from judges.store.agents import ScoreScale
 
 from .context import ClientRoots, app_of, image_policy
 from .errors import tool_errors

@@ -14,15 +14,15 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, ListRoots, Resolve
 from mcp.types import ListRootsResult
 
-from judges.agents import AgentStore
-from judges.database import Database
-from judges.guard import CallPolicy
-from judges.guidelines import Guidelines, IngestSettings
-from judges.image_service import ImageJudging, ImageSettings
-from judges.images import ImagePolicy
-from judges.model import ModelClient
-from judges.model_registry import BackendConfig, ModelRegistry
-from judges.runs import RunStore
+from judges.image.runs import RunStore
+from judges.image.service import ImageJudging, ImageSettings
+from judges.inputs.images import ImagePolicy
+from judges.models.guard import CallPolicy
+from judges.models.protocol import ModelClient
+from judges.models.registry import BackendConfig, ModelRegistry
+from judges.store.agents import AgentStore
+from judges.store.database import Database
+from judges.store.guidelines import Guidelines, IngestSettings
 from rag.warmup import HEAVY, Warmup, import_numpy
 
 from .sampling import SamplingClient, sampling_offered

@@ -12,7 +12,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from judges.guidelines import GuidelineChunk, GuidelineDocument, UploadCancelled, read_source
+from judges.store.guidelines import GuidelineChunk, GuidelineDocument, UploadCancelled, read_source
 from rag.store import StoreError
 
 from .agent_tools import AgentId

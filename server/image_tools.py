@@ -9,10 +9,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field
 
-from judges.chart import run_chart
-from judges.image_judge import Evaluation
-from judges.image_service import ImageEvaluation, RunReport
-from judges.optimizer import OptimizedPrompt
+from judges.image.chart import run_chart
+from judges.image.judge import Evaluation
+from judges.image.optimizer import OptimizedPrompt
+from judges.image.service import ImageEvaluation, RunReport
 
 from .context import ClientRoots, app_of, image_policy, organization_of
 from .errors import tool_errors

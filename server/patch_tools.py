@@ -9,11 +9,11 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field, WithJsonSchema
 
-from judges.patch_formats import PatchFormat, to_ops
-from judges.patches import PATCH_SCHEMA, ApplyReport, ValidationReport, apply_patch, validate_patch
-from judges.paths import resolve_root
+from judges.inputs.paths import resolve_root
+from judges.patches.formats import PatchFormat, to_ops
+from judges.patches.ops import PATCH_SCHEMA, ApplyReport, ValidationReport, apply_patch, validate_patch
 
-from .context import ClientRoots, roots_for
+from .context import ClientRoots, app_of, roots_for
 from .errors import tool_errors
 
 PatchArg = Annotated[
@@ -26,6 +26,9 @@ PatchArg = Annotated[
 FormatArg = Annotated[PatchFormat, Field(description="auto (detect), ops, search_replace or unified_diff.")]
 PathArg = Annotated[str | None, Field(description="File for SEARCH/REPLACE blocks that name none.")]
 ReadOnlyArg = Annotated[bool, Field(description="Also change files without write permission (kept read-only).")]
+MaxOpsArg = Annotated[int | None, Field(ge=1, description="Most ops allowed; default JUDGE_MCP_PATCH_MAX_OPS (50).")]
+MaxBytesArg = Annotated[int | None, Field(ge=1, description="Most bytes of patch text allowed; default "
+                                                             "JUDGE_MCP_PATCH_MAX_BYTES (51200).")]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
@@ -40,8 +43,8 @@ def register(mcp: MCPServer) -> None:
         patch: PatchArg,
         root: Annotated[str | None, Field(description="Project directory, inside the allowed roots. With it, "
                                                       "every op is checked against the files and the diff shown.")] = None,
-        max_ops: int = 50,
-        max_bytes: int = 51200,
+        max_ops: MaxOpsArg = None,
+        max_bytes: MaxBytesArg = None,
         format: FormatArg = "auto",
         path: PathArg = None,
         allow_read_only: ReadOnlyArg = False,
@@ -50,8 +53,9 @@ def register(mcp: MCPServer) -> None:
         """Check a patch without writing: shape, limits, paths, and (with a root) each op against the files."""
         ops = to_ops(patch, format, default_path=path)
         base = resolve_root(root, roots_for(ctx, client_roots)) if root is not None else None
+        limits = app_of(ctx).settings.patch_limits(max_ops, max_bytes)
         return await anyio.to_thread.run_sync(
-            lambda: validate_patch(ops, base, max_ops=max_ops, max_bytes=max_bytes, allow_read_only=allow_read_only)
+            lambda: validate_patch(ops, base, limits=limits, allow_read_only=allow_read_only)
         )
 
     @mcp.tool(name="apply_patch", annotations=DESTRUCTIVE)
@@ -61,8 +65,8 @@ def register(mcp: MCPServer) -> None:
         patch: PatchArg,
         root: Annotated[str, Field(description="Project directory, inside the allowed roots.")],
         dry_run: Annotated[bool, Field(description="Compute and return the diff, write nothing.")] = False,
-        max_ops: int = 50,
-        max_bytes: int = 51200,
+        max_ops: MaxOpsArg = None,
+        max_bytes: MaxBytesArg = None,
         format: FormatArg = "auto",
         path: PathArg = None,
         allow_read_only: ReadOnlyArg = False,
@@ -71,7 +75,7 @@ def register(mcp: MCPServer) -> None:
         """Apply a patch all-or-nothing: if any op fails, no file changes. CRLF and BOMs are preserved."""
         ops = to_ops(patch, format, default_path=path)
         base = resolve_root(root, roots_for(ctx, client_roots))
+        limits = app_of(ctx).settings.patch_limits(max_ops, max_bytes)
         return await anyio.to_thread.run_sync(
-            lambda: apply_patch(ops, base, dry_run=dry_run, max_ops=max_ops, max_bytes=max_bytes,
-                                allow_read_only=allow_read_only)
+            lambda: apply_patch(ops, base, dry_run=dry_run, limits=limits, allow_read_only=allow_read_only)
         )

@@ -7,8 +7,8 @@ import warnings
 from typing import Any
 
 from judges.errors import BackendError
-from judges.model import ImagePart, ModelReply, ModelRequest, StopReason, TextPart
-from judges.structured import system_with_schema
+from judges.models.protocol import ImagePart, ModelReply, ModelRequest, StopReason, TextPart
+from judges.models.structured import system_with_schema
 
 _STOP: dict[str, StopReason] = {"endTurn": "end", "stopSequence": "end", "maxTokens": "max_tokens"}
 

@@ -9,7 +9,8 @@ from typing import Annotated
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from judges.model_registry import parse_model_string
+from judges.models.registry import parse_model_string
+from judges.patches.ops import DEFAULT_LIMITS, PatchLimits
 
 
 def parse_tokens(text: str) -> dict[str, str]:
@@ -112,6 +113,10 @@ class Settings(BaseSettings):
     analysis_categories_dir: Path | None = Field(
         default=None, description="Extra evaluate_analysis categories: <dir>/<name>/{system.j2,user.j2,spec.json}.")
     gate_timeout_s: float = Field(default=120.0, gt=0, description="Wall-clock limit of one quality gate.")
+    patch_max_ops: int = Field(default=DEFAULT_LIMITS.max_ops, ge=1, description="Most ops in one patch "
+                               "(validate_patch, apply_patch, the fixer); a tool call's max_ops overrides it.")
+    patch_max_bytes: int = Field(default=DEFAULT_LIMITS.max_bytes, ge=1, description="Most bytes of text in one "
+                                 "patch; a tool call's max_bytes overrides it.")
     pairwise_retries: int = Field(default=2, ge=0, le=10, description="pairwise_compare's repair round: 0 turns "
                                   "it off; any other value gives the one repair round every judge has (the "
                                   "reading path asks again once, carrying what was wrong).")
@@ -176,6 +181,10 @@ class Settings(BaseSettings):
         if self.chunk_overlap >= self.chunk_size:
             raise ValueError("JUDGE_MCP_CHUNK_OVERLAP must be smaller than JUDGE_MCP_CHUNK_SIZE")
         return self
+
+    def patch_limits(self, max_ops: int | None = None, max_bytes: int | None = None) -> PatchLimits:
+        """The patch limits, with a tool call's own values where it gave them."""
+        return PatchLimits(self.patch_max_ops, self.patch_max_bytes).with_overrides(max_ops, max_bytes)
 
     @property
     def request_body_limit(self) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from judges.database import Database
+from judges.store.database import Database
 from server.app import create_server
 from tests.conftest import make_settings
 from tests.mcp_helpers import call, error_of

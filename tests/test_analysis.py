@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from judges.analysis import (
+from judges.analysis.judge import (
     DEFAULT_SCHEMA,
     PassRule,
     category_passes,

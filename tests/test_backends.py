@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 from pydantic import BaseModel
 
-from judges.errors import BackendError, ConfigError
-from judges.guard import CallPolicy
-from judges.model import ImagePart, Message, ModelClient, ModelRequest
-from judges.model_registry import BackendConfig, ModelRegistry
-from judges.parsing import run_judge
+from judges.errors import ConfigError
+from judges.models.guard import CallPolicy
+from judges.models.protocol import ImagePart, Message, ModelClient, ModelRequest
+from judges.models.registry import BackendConfig, ModelRegistry
+from judges.reading.parsing import run_judge
 from tests.fake_model_server import FakeModelServer, Scripted
 
 pytestmark = pytest.mark.anyio
@@ -200,24 +200,6 @@ async def test_compatible_server_rejecting_json_schema_falls_back_to_json_object
     assert fake_server.requests[2].body["response_format"]["type"] == "json_object"  # remembered
 
 
-async def test_invalid_reply_gets_one_repair_round_with_the_error(fake_server: FakeModelServer, client_for: Callable[..., ModelClient]) -> None:
-    fake_server.enqueue('{"score": "high"}', '{"score": 8, "reason": "fixed"}')
-    judged = await run_judge(client_for(fake_server, "openai:gpt-fake"), ask(), Score)
-    assert judged.value == Score(score=8, reason="fixed")
-    assert judged.attempts == 2
-    repair = fake_server.requests[1].body["messages"]
-    assert repair[-2] == {"role": "assistant", "content": '{"score": "high"}'}
-    assert "score" in repair[-1]["content"][0]["text"] and "reason" in repair[-1]["content"][0]["text"]
-
-
-async def test_invalid_reply_twice_is_a_parse_error_keeping_the_raw_text(fake_server: FakeModelServer, client_for: Callable[..., ModelClient]) -> None:
-    fake_server.enqueue("no json here", "still none")
-    judged = await run_judge(client_for(fake_server, "openai:gpt-fake"), ask(), Score)
-    assert judged.failure is not None and judged.failure.kind == "parse_error"
-    assert judged.failure.raw_text == "still none"
-    assert judged.value is None
-
-
 async def test_concurrency_cap_bounds_calls_in_flight(fake_server: FakeModelServer, client_for: Callable[..., ModelClient]) -> None:
     import anyio
 
@@ -258,7 +240,3 @@ def test_explicit_backend_without_its_key_names_the_variable() -> None:
 def test_unknown_model_string_is_rejected() -> None:
     with pytest.raises(ValueError, match="openai-compatible:<model>"):
         ModelRegistry("gemini:flash", BackendConfig(), CallPolicy(), 1)
-
-
-def test_backend_error_kinds_are_the_failure_kinds() -> None:
-    assert BackendError("timeout", "x").kind == "timeout"

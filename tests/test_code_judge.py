@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from judges.brief import build_project_brief, casing
-from judges.gates import GateSettings, run_gates, sandbox_from
+from judges.code.brief import build_project_brief, casing
+from judges.code.gates import GateSettings, run_gates, sandbox_from
 from server.app import create_server
 from server.settings import Settings
 from tests.fake_model_server import FakeModelServer, Scripted

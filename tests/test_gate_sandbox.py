@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from judges import sandbox
+from judges.code import sandbox
 from tests.mcp_helpers import free_port, wait_for_port
 from tests.test_transports import JUDGE_MCP, client_with_token, server_env
 
@@ -443,14 +443,14 @@ async def test_stdio_without_a_sandbox_runs_gates_and_every_result_says_none(tmp
 
 
 def test_option_values_are_joined_so_none_can_pass_for_an_option() -> None:
-    from judges.gates import parse_gates
+    from judges.code.gates import parse_gates
 
     assert parse_gates({"tests": ["-k", "-p evil", "-mslow", "--maxfail", "2"]}) == {
         "tests": ["-k=-p evil", "-m=slow", "--maxfail=2"]}
 
 
 def test_a_list_of_names_chooses_gates_in_their_fixed_order() -> None:
-    from judges.gates import parse_gates
+    from judges.code.gates import parse_gates
 
     assert parse_gates(["tests", "lint"]) == {"lint": [], "tests": []}
 

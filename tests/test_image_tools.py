@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 from PIL import Image
 
-from judges.runs import detect_plateau
+from judges.image.runs import detect_plateau
 from server.app import create_server
 from server.settings import Settings
 from tests.conftest import make_settings

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from judges.agents import AgentStore
-from judges.database import Database
-from judges.guidelines import INTERRUPTED, Guidelines, IngestSettings, owner_alive, process_token
+from judges.store.agents import AgentStore
+from judges.store.database import Database
+from judges.store.guidelines import INTERRUPTED, Guidelines, IngestSettings, owner_alive, process_token
 from rag.store import GuidelineStore
 from tests.test_store import TinyEmbedder
 

@@ -7,7 +7,7 @@ import difflib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from judges.linediff import unified_diff
+from judges.patches.linediff import unified_diff
 
 LINES = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "d\n", "e\n", "z\n"]), max_size=40)
 

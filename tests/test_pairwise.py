@@ -12,9 +12,9 @@ import pytest
 from mcp import Client
 from PIL import Image
 
-from judges.pairwise import combine_orders, normalize_winner, parse_viescore, read_score, swap_back
-from judges.parsing import OutputError
-from judges.verdicts import VerdictError, read_pair
+from judges.pairwise.judge import combine_orders, normalize_winner, parse_viescore, read_score, swap_back
+from judges.reading.parsing import OutputError
+from judges.reading.verdicts import VerdictError, read_pair
 from server.app import create_server
 from server.settings import Settings
 from tests.conftest import corpus

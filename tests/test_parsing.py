@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from judges.parsing import JudgeModel, OutputError, json_candidates, looks_like_refusal, parse_json_output
+from judges.reading.parsing import (
+    JudgeModel,
+    OutputError,
+    json_candidates,
+    looks_like_refusal,
+    parse_json_output,
+)
 
 
 class TopIssue(JudgeModel):

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from judges.errors import InputError
-from judges.patch_formats import detect_format, search_replace_ops, to_ops, unified_diff_ops
-from judges.patches import apply_patch
+from judges.patches.formats import detect_format, search_replace_ops, to_ops, unified_diff_ops
+from judges.patches.ops import PatchLimits, apply_patch
 from tests.conftest import corpus
 
 
@@ -31,7 +31,7 @@ def apply_to_before(case: dict[str, Any], patch: Any, tmp: Path) -> bytes:
     target = tmp / case["path"]
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(case["before"].encode("utf-8"))
-    report = apply_patch(patch, tmp, max_ops=100, max_bytes=1_000_000)
+    report = apply_patch(patch, tmp, limits=PatchLimits(max_ops=100, max_bytes=1_000_000))
     assert report.applied, report.errors
     return target.read_bytes()
 

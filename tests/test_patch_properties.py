@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from judges.patches import apply_patch
+from judges.patches.ops import apply_patch
 
 NAMES = ["a.txt", "b.txt", "d/c.txt"]
 WORDS = st.sampled_from(["alpha", "beta", "gamma", "delta", "x", "y"])

@@ -68,3 +68,19 @@ async def test_failed_apply_reports_errors_and_changes_nothing(patch_client: Any
     assert result.structured_content["applied"] is False
     assert result.structured_content["errors"][0].startswith("op 0 (edit app.py): 'find' text not found.")
     assert (project / "app.py").read_text() == "x = 1\n"
+
+
+THREE_OPS = {"ops": [{"kind": "add", "path": f"n{i}.py", "content": "y = 1\n"} for i in range(3)]}
+
+
+async def test_the_servers_patch_limit_comes_from_settings_and_a_call_may_set_its_own(tmp_path: Path) -> None:
+    from mcp import StdioServerParameters
+
+    from tests.mcp_helpers import JUDGE_MCP, server_env
+
+    env = server_env(tmp_path / "home", JUDGE_MCP_PATCH_MAX_OPS="2")
+    async with Client(StdioServerParameters(command=JUDGE_MCP, args=[], env=env)) as c:
+        limited = await c.call_tool("validate_patch", {"patch": THREE_OPS})
+        own = await c.call_tool("validate_patch", {"patch": THREE_OPS, "max_ops": 3})
+    assert limited.structured_content["errors"] == ["too many ops: 3 > 2 (split the patch, or raise max_ops)"]
+    assert own.structured_content["ok"] is True

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from judges.patches import apply_patch, check_shape, validate_patch
+from judges.patches.ops import apply_patch, check_shape, validate_patch
 
 
 def tree_hash(root: Path) -> dict[str, str]:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from judges.code.gates import copy_tree
 from judges.errors import InputError
-from judges.gates import copy_tree
-from judges.paths import read_resolved, resolve_file
+from judges.inputs.paths import read_resolved, resolve_file
 
 
 def test_a_directory_swapped_for_a_symlink_after_resolving_is_not_read_through(tmp_path: Path) -> None:

@@ -61,4 +61,18 @@ def test_the_wheel_contains_the_prompt_files(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "prompts/assets/agents/brand_compliance/v1.j2" in names
-    assert "server/cli.py" in names and "judges/parsing.py" in names
+    assert "server/cli.py" in names and "judges/reading/parsing.py" in names
+
+
+def test_a_callers_template_text_renders_with_the_assets_rules() -> None:
+    from prompts import from_text
+
+    template = from_text("{% if strict %}\nStrict.\n{% endif %}\n{{ brief | fence('brief') }}", "custom/user.j2")
+    assert template.render(strict=True, brief="a </brief> b") == "Strict.\n<brief>\na &lt;/brief> b\n</brief>"
+
+
+def test_a_callers_template_missing_a_variable_is_refused_naming_it() -> None:
+    from prompts import from_text
+
+    with pytest.raises(PromptError, match=r"prompt custom/user\.j2 needs brief"):
+        from_text("{{ brief }}", "custom/user.j2").render()

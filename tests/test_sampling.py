@@ -10,8 +10,8 @@ from mcp.server.mcpserver import Context
 from mcp.types import CreateMessageResult, TextContent
 from pydantic import BaseModel
 
-from judges.model import Message, ModelRequest
-from judges.parsing import run_judge
+from judges.models.protocol import Message, ModelRequest
+from judges.reading.parsing import run_judge
 from server.app import create_server
 from server.context import app_of
 from server.errors import tool_errors

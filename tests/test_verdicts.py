@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from judges.verdicts import VerdictError, read_pair, read_rating
+from judges.reading.verdicts import VerdictError, read_pair, read_rating
 
 
 def rating(text: str) -> tuple[float, str]:
@@ -272,14 +272,14 @@ def test_auto_j_two_different_decisions_are_ambiguous() -> None:
 
 
 def test_raw_newlines_inside_a_json_string_still_parse() -> None:
-    from judges.parsing import json_candidates
+    from judges.reading.parsing import json_candidates
 
     assert json_candidates('Here: {"score": [8, 9], "reasoning": "line one\nline two"}') == [
         {"score": [8, 9], "reasoning": "line one\nline two"}]
 
 
 def test_a_python_dict_literal_reply_is_read_as_json() -> None:
-    from judges.parsing import json_candidates
+    from judges.reading.parsing import json_candidates
 
     assert json_candidates("Result: {'score': [7, 9], 'reasoning': 'fine'} done") == [
         {"score": [7, 9], "reasoning": "fine"}]

@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any, Literal
 
-from .errors import InputError
+from judges.errors import InputError
 
 PatchFormat = Literal["auto", "ops", "search_replace", "unified_diff"]
 

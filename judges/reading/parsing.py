@@ -14,8 +14,8 @@ from typing import Any, Generic, TypeVar
 from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel, to_pascal
 
-from .errors import BackendError, FailureKind
-from .model import Message, ModelClient, ModelReply, ModelRequest, Usage
+from judges.errors import BackendError, FailureKind
+from judges.models.protocol import Message, ModelClient, ModelReply, ModelRequest, Usage
 
 
 def _aliases(name: str) -> AliasChoices:
@@ -65,7 +65,8 @@ class OutputError(ValueError):
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|jsonc)?[ \t]*\n(.*?)```", re.S)
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
-_REFUSAL = re.compile(
+# How a refusal opens (OpenAI, Anthropic and open models alike); the verdict conventions use it too.
+REFUSAL = re.compile(
     r"^\s*(?:I['’]m sorry|I am sorry|Sorry|I apologi[sz]e|I can(?:not|['’]t)|I am (?:not able|unable)|"
     r"I['’]m (?:not able|unable)|As an AI)",
     re.I,
@@ -166,7 +167,7 @@ def _describe(error: ValidationError) -> str:
 
 
 def looks_like_refusal(text: str) -> bool:
-    return bool(_REFUSAL.match(text)) and not json_candidates(text)
+    return bool(REFUSAL.match(text)) and not json_candidates(text)
 
 
 @functools.cache

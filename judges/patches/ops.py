@@ -21,11 +21,27 @@ from typing import Any, Literal, TypeGuard
 
 from pydantic import BaseModel, Field
 
-from . import linediff
-from .errors import InputError
-from .paths import Tree, open_file, read_fd, resolve_relative
+from judges.errors import InputError
+from judges.inputs.paths import Tree, open_file, read_fd, resolve_relative
+from judges.patches import linediff
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PatchLimits:
+    """How big one patch may be: the one place these numbers are written. Settings expose them as
+    JUDGE_MCP_PATCH_MAX_OPS / JUDGE_MCP_PATCH_MAX_BYTES; a tool call may pass its own."""
+
+    max_ops: int = 50
+    max_bytes: int = 51_200
+
+    def with_overrides(self, max_ops: int | None = None, max_bytes: int | None = None) -> PatchLimits:
+        return PatchLimits(self.max_ops if max_ops is None else max_ops,
+                           self.max_bytes if max_bytes is None else max_bytes)
+
+
+DEFAULT_LIMITS = PatchLimits()
 KINDS = ("add", "remove", "edit", "splice")
 _FIELDS = {
     "add": {"kind", "path", "content", "overwrite"},
@@ -136,7 +152,7 @@ def _text_field(op: dict[str, Any], name: str, where: str, errors: list[str], *,
     return value
 
 
-def check_shape(patch: Any, *, max_ops: int = 50, max_bytes: int = 51200) -> tuple[list[PatchOp], list[str], list[str]]:
+def check_shape(patch: Any, *, limits: PatchLimits = DEFAULT_LIMITS) -> tuple[list[PatchOp], list[str], list[str]]:
     """The seed's validateFixerPatch, with errors that name the op index and the field."""
     errors: list[str] = []
     warnings: list[str] = []
@@ -145,8 +161,8 @@ def check_shape(patch: Any, *, max_ops: int = 50, max_bytes: int = 51200) -> tup
     raw_ops: list[Any] = patch["ops"]
     if not raw_ops:
         errors.append("patch has no ops")
-    if len(raw_ops) > max_ops:
-        errors.append(f"too many ops: {len(raw_ops)} > {max_ops} (split the patch, or raise max_ops)")
+    if len(raw_ops) > limits.max_ops:
+        errors.append(f"too many ops: {len(raw_ops)} > {limits.max_ops} (split the patch, or raise max_ops)")
     ops: list[PatchOp] = []
     total = 0
     for i, op in enumerate(raw_ops):
@@ -194,8 +210,8 @@ def check_shape(patch: Any, *, max_ops: int = 50, max_bytes: int = 51200) -> tup
         total += sum(len(v.encode("utf-8")) for v in fields.values() if isinstance(v, str))
         if len(errors) == bad:
             ops.append(PatchOp(kind=kind, path=str(path), **fields))
-    if total > max_bytes:
-        errors.append(f"patch text is {total} bytes, more than max_bytes={max_bytes} (split the patch)")
+    if total > limits.max_bytes:
+        errors.append(f"patch text is {total} bytes, more than max_bytes={limits.max_bytes} (split the patch)")
     return ops, errors, warnings
 
 
@@ -425,10 +441,10 @@ def unified_diff(state: FileState) -> str:
     return "".join(out)
 
 
-def validate_patch(patch: Any, root: Path | None = None, *, max_ops: int = 50, max_bytes: int = 51200,
+def validate_patch(patch: Any, root: Path | None = None, *, limits: PatchLimits = DEFAULT_LIMITS,
                    allow_read_only: bool = False) -> ValidationReport:
     """Shape checks, then (with a root) every op checked against the files as the earlier ops leave them."""
-    ops, errors, warnings = check_shape(patch, max_ops=max_ops, max_bytes=max_bytes)
+    ops, errors, warnings = check_shape(patch, limits=limits)
     count = len(patch.get("ops", [])) if isinstance(patch, dict) and isinstance(patch.get("ops"), list) else 0
     if errors or root is None:
         return ValidationReport(ok=not errors, errors=errors, warnings=warnings, ops=count)
@@ -437,14 +453,14 @@ def validate_patch(patch: Any, root: Path | None = None, *, max_ops: int = 50, m
                             diff=sim.diff(), ops=count)
 
 
-def apply_patch(patch: Any, root: Path, *, dry_run: bool = False, max_ops: int = 50,
-                max_bytes: int = 51200, allow_read_only: bool = False) -> ApplyReport:
+def apply_patch(patch: Any, root: Path, *, dry_run: bool = False, limits: PatchLimits = DEFAULT_LIMITS,
+                allow_read_only: bool = False) -> ApplyReport:
     """All-or-nothing: every new file is computed first; on any failure the tree is left byte-identical.
 
     The root is opened once; every read, write, rename and unlink below it goes through directory
     fds that never follow a symlink, so a directory swapped for a link mid-way fails the patch.
     """
-    ops, errors, warnings = check_shape(patch, max_ops=max_ops, max_bytes=max_bytes)
+    ops, errors, warnings = check_shape(patch, limits=limits)
     if errors:
         return ApplyReport(applied=False, errors=errors, warnings=warnings, dry_run=dry_run)
     with Tree(root) as tree:

@@ -1,6 +1,6 @@
 """The published verdict conventions judges write when they do not answer in JSON.
 
-Part of the one reading path (judges.parsing.run_judge): structured output → tolerant JSON →
+Part of the one reading path (judges.reading.parsing.run_judge): structured output → tolerant JSON →
 these conventions → one repair round → typed failure. Each reader returns the verdict and the
 name of the convention that read it (recorded as `read_as: convention:<name>`), or raises
 VerdictError whose `kind` is `parse_error` (no verdict), `ambiguous` (two different final
@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .errors import FailureKind
-from .parsing import OutputError, json_candidates
+from judges.errors import FailureKind
+from judges.reading.parsing import REFUSAL, OutputError, json_candidates
 
 Winner = Literal["A", "B", "tie"]
 Margin = Literal["strong", "slight", "tie"]
@@ -226,9 +226,6 @@ _LLMBAR_DECIDES = re.compile(
 _AUTOJ = re.compile(r"final\s+decision\s+is\s*[:：]?\s*(?:\*\*)?\s*(?P<value>response\s*1|response\s*2|tie)\b", re.I)
 _PANDALM = re.compile(r"^\s*(?P<value>1|2|tie)\s*[.:)]?\s*$", re.I)
 _NEITHER = re.compile(r"^\s*(?:none|neither|neither\s+of\s+them|no\s+winner|n/?a|null)\s*\.?\s*$", re.I)
-_REFUSAL = re.compile(
-    r"^\s*(?:I['’]m sorry|I am sorry|Sorry|I apologi[sz]e|I can(?:not|['’]t)|I am (?:not able|unable)|"
-    r"I['’]m (?:not able|unable)|As an AI)", re.I)
 
 _ARENA_MEANING: dict[str, tuple[Winner, Margin]] = {
     "A>>B": ("A", "strong"), "B<<A": ("A", "strong"), "A>B": ("A", "slight"), "B<A": ("A", "slight"),
@@ -354,7 +351,7 @@ def read_pair(text: str) -> PairRead:
         if alone is not None:
             found.append((alone, "winner_only"))
     if not found:
-        if _REFUSAL.match(stripped):
+        if REFUSAL.match(stripped):
             raise VerdictError("the judge refused to compare", "refusal")
         raise VerdictError("no verdict in the reply: no JSON winner and no marker such as [[A]], [[A>B]], "
                            "[RESULT] A, 'Output (a)', a ranking, or 1/2/Tie on the first line")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -13,13 +14,21 @@ import anyio
 from pydantic import BaseModel, Field
 
 import prompts
-
-from .brief import ProjectBrief, build_project_brief
-from .errors import InputError
-from .gates import GateRun, GateSettings, Signals, SourceFile, discard, gate_score, run_gates, sandbox_from
-from .model import Message, ModelClient, ModelRequest, Usage
-from .parsing import JudgeModel, run_judge
-from .patches import ValidationReport, apply_patch, validate_patch
+from judges.code.brief import ProjectBrief, build_project_brief
+from judges.code.gates import (
+    GateRun,
+    GateSettings,
+    Signals,
+    SourceFile,
+    discard,
+    gate_score,
+    run_gates,
+    sandbox_from,
+)
+from judges.errors import InputError
+from judges.models.protocol import Message, ModelClient, ModelRequest, Usage
+from judges.patches.ops import DEFAULT_LIMITS, PatchLimits, ValidationReport, apply_patch, validate_patch
+from judges.reading.parsing import JudgeModel, run_judge
 
 DIMENSIONS = ("compilation", "tests_functional", "tests_edge", "types", "style", "security", "boundaries", "schema")
 
@@ -234,7 +243,7 @@ def relevant_files(sandbox: Path, diagnostics: str, fix_plan: Sequence[dict[str,
 
 
 async def propose(client: ModelClient, *, spec: str, sandbox: Path, brief: ProjectBrief, diagnostics: str,
-                  fix_plan: Sequence[dict[str, Any]], max_ops: int = 50, max_bytes: int = 51200) -> ProposedPatch:
+                  fix_plan: Sequence[dict[str, Any]], limits: PatchLimits = DEFAULT_LIMITS) -> ProposedPatch:
     """FIXER_PROMPT → ops → validate against the sandbox → one repair round showing the errors."""
     payload = json.dumps({"spec": spec, "brief": brief.model_dump(exclude={"naming"}), "fix_plan": list(fix_plan)},
                          indent=1)
@@ -253,7 +262,7 @@ async def propose(client: ModelClient, *, spec: str, sandbox: Path, brief: Proje
                                  attempts=round_, status="model_failed", error=f"{judged.failure.kind}: {judged.failure.message}",
                                  raw_response=judged.failure.raw_text, usage=usage)
         patch = {"ops": judged.value.ops}
-        report = validate_patch(patch, sandbox, max_ops=max_ops, max_bytes=max_bytes)
+        report = validate_patch(patch, sandbox, limits=limits)
         if report.ok or round_ == 2:
             return ProposedPatch(patch=patch, validation=report, attempts=round_, status="ok" if report.ok else "invalid",
                                  usage=usage, read_as=judged.read_as)
@@ -295,7 +304,8 @@ async def judge_code(client: ModelClient | None, *, spec: str, root: str | Path 
 
 async def propose_patch(client: ModelClient, *, spec: str, root: str | Path | None, files: Sequence[SourceFile] | None,
                         diagnostics: str | None, fix_plan: Sequence[dict[str, Any]] | None, max_rounds: int,
-                        apply_and_rejudge: bool, allowed_roots: Sequence[Path], settings: GateSettings) -> ProposedPatch:
+                        apply_and_rejudge: bool, allowed_roots: Sequence[Path], settings: GateSettings,
+                        limits: PatchLimits = DEFAULT_LIMITS) -> ProposedPatch:
     """The fixer; with apply_and_rejudge, each round's patch is applied to a sandbox copy and the gates
     run again, until they pass or max_rounds is reached. The returned patch holds every round's ops."""
     if not 1 <= max_rounds <= 5:
@@ -312,14 +322,14 @@ async def propose_patch(client: ModelClient, *, spec: str, root: str | Path | No
         result: ProposedPatch | None = None
         for round_ in range(1, max_rounds + 1):
             result = await propose(client, spec=spec, sandbox=sandbox, brief=brief, diagnostics=diagnostics,
-                                   fix_plan=fix_plan or [])
+                                   fix_plan=fix_plan or [], limits=limits)
             usage = usage + result.usage
             if result.status != "ok":
                 break
             ops += result.patch["ops"]
             if not apply_and_rejudge:
                 break
-            await anyio.to_thread.run_sync(apply_patch, result.patch, sandbox)
+            await anyio.to_thread.run_sync(functools.partial(apply_patch, result.patch, sandbox, limits=limits))
             signals, runs = await anyio.to_thread.run_sync(lambda: run_gates(sandbox, settings, None, brief.boundaryErrors))
             result.applied, result.signals, result.gates = True, signals, runs
             if all(r.passed for r in runs) or round_ == max_rounds:

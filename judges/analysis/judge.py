@@ -17,10 +17,9 @@ import jinja2
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
 
 import prompts
-
-from .errors import InputError
-from .model import Message, ModelClient, ModelRequest, Usage
-from .parsing import JudgeModel, run_judge
+from judges.errors import InputError
+from judges.models.protocol import Message, ModelClient, ModelRequest, Usage
+from judges.reading.parsing import JudgeModel, run_judge
 
 Rating = Literal["poor", "sufficient", "impressive"]
 
@@ -341,8 +340,8 @@ def category_passes(ratings: Sequence[Rating | None], rule: PassRule) -> bool:
 class Category:
     name: str
     spec: CategorySpec
-    system: jinja2.Template | str  # a prompt id, or a user template
-    user: jinja2.Template | str
+    system: prompts.PromptTemplate  # a shipped asset, or a template from the categories directory
+    user: prompts.PromptTemplate
 
 
 def load_category(name: str, custom_dir: Path | None) -> Category:
@@ -354,27 +353,22 @@ def load_category(name: str, custom_dir: Path | None) -> Category:
         folder = custom_dir / name
         try:
             spec = CategorySpec.model_validate_json((folder / "spec.json").read_text(encoding="utf-8"))
-            env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
-            env.filters["fence"] = prompts.fence
-            return Category(name, spec, env.from_string((folder / "system.j2").read_text(encoding="utf-8")),
-                            env.from_string((folder / "user.j2").read_text(encoding="utf-8")))
+            system, user = ((folder / f"{part}.j2").read_text(encoding="utf-8") for part in ("system", "user"))
+            return Category(name, spec, prompts.from_text(system, f"{folder}/system.j2"),
+                            prompts.from_text(user, f"{folder}/user.j2"))
         except (OSError, ValueError, jinja2.TemplateError) as exc:
             raise InputError(f"category {name!r} in {folder} is incomplete or invalid: {exc}") from None
     if name in BUILTIN:
-        return Category(name, BUILTIN[name], f"analysis/system/{name}@v1", f"analysis/user/{name}@v1")
+        return Category(name, BUILTIN[name], prompts.load(f"analysis/system/{name}@v1"),
+                        prompts.load(f"analysis/user/{name}@v1"))
     known = sorted({*BUILTIN, *(p.name for p in custom_dir.iterdir() if p.is_dir())} if custom_dir and custom_dir.is_dir()
                    else BUILTIN)
     raise InputError(f"unknown LLM judge category {name!r}; known: {', '.join(known)} "
                      "(add your own in JUDGE_MCP_ANALYSIS_CATEGORIES_DIR)")
 
 
-def _render(template: jinja2.Template | str, variables: dict[str, Any]) -> str:
-    if isinstance(template, str):
-        return prompts.render(template, **variables)
-    try:
-        return template.render(**variables).strip()
-    except jinja2.UndefinedError as exc:
-        raise InputError(f"custom category template: {exc}") from None
+def _render(template: prompts.PromptTemplate, variables: dict[str, Any]) -> str:
+    return template.render(**variables)
 
 
 class CriterionReply(JudgeModel):

@@ -12,10 +12,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 import prompts
-
-from .database import Database
-from .errors import InputError, NotFoundError
-from .model_registry import parse_model_string
+from judges.errors import InputError, NotFoundError
+from judges.models.registry import parse_model_string
+from judges.store.database import Database
 
 
 class RagConfig(BaseModel):

@@ -11,12 +11,11 @@ import anyio
 from pydantic import BaseModel, Field, field_validator
 
 import prompts
-
-from .agents import Agent, ScoreScale
-from .errors import ConfigError
-from .model import Message, ModelClient, ModelRequest, TextPart, Usage
-from .parsing import JudgeModel, run_judge
-from .verdicts import VerdictError, read_rating
+from judges.errors import ConfigError
+from judges.models.protocol import Message, ModelClient, ModelRequest, TextPart, Usage
+from judges.reading.parsing import JudgeModel, run_judge
+from judges.reading.verdicts import VerdictError, read_rating
+from judges.store.agents import Agent, ScoreScale
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from .errors import InputError
+from judges.errors import InputError
 
 NO_ROOTS = ("no file access: no allowed roots are configured and the client offers no MCP roots. Set "
             "JUDGE_MCP_ALLOWED_ROOTS to the project directories (separated by ':', e.g. "

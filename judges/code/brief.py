@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from .gates import SKIP_DIRS
+from judges.code.gates import SKIP_DIRS
 
 _STOP = {"self", "cls", "get", "set", "init", "main", "test", "tests", "none", "true", "false", "value", "data",
          "args", "kwargs", "result", "name", "path", "file", "list", "dict", "str", "int", "return", "make", "new",

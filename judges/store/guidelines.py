@@ -24,16 +24,15 @@ from typing import Any, Literal
 import anyio.to_thread
 from pydantic import BaseModel, Field
 
+from judges.errors import InputError, NotFoundError
+from judges.inputs.paths import read_resolved, resolve_file
+from judges.store.agents import AgentStore
+from judges.store.database import Database
 from rag.chunking import chunk_text
 from rag.formats import DocumentError, Limits
 from rag.store import GuidelineStore, Hit, StoreError
 from rag.warmup import Warmup
 from rag.worker import ParsePool
-
-from .agents import AgentStore
-from .database import Database
-from .errors import InputError, NotFoundError
-from .paths import read_resolved, resolve_file
 
 log = logging.getLogger(__name__)
 

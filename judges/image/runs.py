@@ -10,9 +10,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .database import Database
-from .errors import InputError, NotFoundError
-from .image_judge import Evaluation, RankedImage
+from judges.errors import InputError, NotFoundError
+from judges.image.judge import Evaluation, RankedImage
+from judges.store.database import Database
 
 
 class Plateau(BaseModel):

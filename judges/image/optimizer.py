@@ -8,12 +8,11 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 import prompts
-
-from .agents import Agent
-from .errors import BackendError
-from .image_judge import SEVERITY_RANK, Evaluation, GuidelineUse
-from .model import Message, ModelClient, ModelRequest, Usage
-from .parsing import JudgeModel, run_judge
+from judges.errors import BackendError
+from judges.image.judge import SEVERITY_RANK, Evaluation, GuidelineUse
+from judges.models.protocol import Message, ModelClient, ModelRequest, Usage
+from judges.reading.parsing import JudgeModel, run_judge
+from judges.store.agents import Agent
 
 
 class NextPrompt(JudgeModel):

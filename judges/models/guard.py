@@ -16,8 +16,8 @@ from typing import Any
 
 import anyio
 
-from .errors import BackendError
-from .model import ModelClient, ModelReply, ModelRequest
+from judges.errors import BackendError
+from judges.models.protocol import ModelClient, ModelReply, ModelRequest
 
 log = logging.getLogger(__name__)
 

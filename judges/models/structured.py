@@ -6,8 +6,8 @@ import json
 import re
 from typing import Any, Literal
 
-from .errors import BackendError
-from .model import ModelRequest
+from judges.errors import BackendError
+from judges.models.protocol import ModelRequest
 
 # native json_schema -> {"type": "json_object", "schema": ...} (llama.cpp's server) -> instructions only
 StructuredMode = Literal["json_schema", "json_object", "prompt"]

@@ -1,7 +1,7 @@
 """A/B judging (seed 002: PairwiseJudge and VIEscorePipe), with position swap beyond the seed.
 
-Every reply goes through the one reading path (judges.parsing.run_judge): a JSON `winner`
-(Image A / image_b / a / tie …), else the published pairwise conventions (judges.verdicts:
+Every reply goes through the one reading path (judges.reading.parsing.run_judge): a JSON `winner`
+(Image A / image_b / a / tie …), else the published pairwise conventions (judges.reading.verdicts:
 FastChat [[A]], Arena-Hard [[A>>B]] with its margin, Prometheus [RESULT] A, LLMBar Output (a),
 AlpacaEval rankings, PandaLM 1/2/Tie, JudgeLM score pairs), one repair round, else "Failed" with
 the typed failure and every raw reply kept. "none"/"neither" is a failure, never a tie. With swap,
@@ -21,11 +21,10 @@ import anyio
 from pydantic import BaseModel, Field
 
 import prompts
-
-from .errors import InputError
-from .model import ImagePart, Message, ModelClient, ModelRequest, TextPart, Usage
-from .parsing import OutputError, json_candidates, run_judge
-from .verdicts import PairRead, VerdictError, read_pair, read_rating, winner_word
+from judges.errors import InputError
+from judges.models.protocol import ImagePart, Message, ModelClient, ModelRequest, TextPart, Usage
+from judges.reading.parsing import OutputError, json_candidates, run_judge
+from judges.reading.verdicts import PairRead, VerdictError, read_pair, read_rating, winner_word
 
 Kind = Literal["image", "text"]
 LABELS: dict[Kind, tuple[str, str]] = {"image": ("Image A", "Image B"), "text": ("Response A", "Response B")}
@@ -377,7 +376,7 @@ DEFAULT_PROMPTS: dict[tuple[str, Kind], str] = {
 
 def _as_image(ref: str, policy: Any) -> ImagePart | None:
     """An image when `ref` is a data: URI, image base64 or written as a path; None when it is text."""
-    from .images import is_image_reference, load_image
+    from judges.inputs.images import is_image_reference, load_image
 
     if not is_image_reference(ref):
         return None
@@ -394,7 +393,7 @@ def resolve_candidates(candidates: Sequence[str], candidate_type: str, policy: A
     if candidate_type == "text":
         return "text", list(candidates)
     if candidate_type == "image":
-        from .images import load_image
+        from judges.inputs.images import load_image
 
         return "image", [load_image(c, policy) for c in candidates]
     images = [_as_image(c, policy) for c in candidates]
@@ -433,7 +432,7 @@ async def compare(client: ModelClient, *, instruction: str, candidates: Sequence
         prompt_id = f"{prompt_id}@{prompt_version or 'v1'}"
     elif prompt_version is not None and not prompt_id.endswith(f"@{prompt_version}"):
         raise InputError("give the version either in prompt_id (…@v2) or in prompt_version, not both differently")
-    from .images import load_image_async
+    from judges.inputs.images import load_image_async
 
     source = await load_image_async(input_image, policy) if input_image is not None else None
     validate_input(prompt_id, {"instruction": instruction, "input_image": input_image, "edited_images": list(candidates)})

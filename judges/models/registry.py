@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import anyio
 
-from .errors import ConfigError
-from .guard import CallPolicy, GuardedClient
-from .model import ModelClient
+from judges.errors import ConfigError
+from judges.models.guard import CallPolicy, GuardedClient
+from judges.models.protocol import ModelClient
 
 PROVIDERS = ("anthropic", "openai", "openai-compatible")
 
@@ -104,12 +104,12 @@ class ModelRegistry:
         if provider == "anthropic":
             if not c.anthropic_api_key:
                 raise ConfigError(f"model 'anthropic:{name}' needs ANTHROPIC_API_KEY to be set.")
-            from .anthropic_client import AnthropicClient
+            from judges.models.anthropic_client import AnthropicClient
 
             return AnthropicClient(
                 name, api_key=c.anthropic_api_key, base_url=c.anthropic_base_url, timeout_s=c.sdk_timeout_s
             )
-        from .openai_client import OpenAIChatClient
+        from judges.models.openai_client import OpenAIChatClient
 
         if provider == "openai":
             if not c.openai_api_key:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from .errors import BackendError
-from .guard import backend_error_from_sdk
-from .model import ImagePart, ModelReply, ModelRequest, StopReason, TextPart, Usage
-from .structured import StructuredMode, next_mode, says_format_unsupported, system_with_schema
+from judges.errors import BackendError
+from judges.models.protocol import ImagePart, ModelReply, ModelRequest, StopReason, TextPart, Usage
+from judges.models.sdk_client import SdkClient
+from judges.models.structured import StructuredMode, next_mode, says_format_unsupported, system_with_schema
 
 _FINISH: dict[str, StopReason] = {"stop": "end", "length": "max_tokens", "content_filter": "refusal"}
-class OpenAIChatClient:
+class OpenAIChatClient(SdkClient):
     """One model behind the chat completions API. The SDK is imported on first use."""
+
+    endpoint = "/chat/completions"
+    default_base_url = "https://api.openai.com/v1"
+    refused_statuses = (400, 422)
 
     def __init__(
         self,
@@ -23,36 +26,22 @@ class OpenAIChatClient:
         compatible: bool = False,
         timeout_s: float = 600.0,
     ):
-        self.model = model
+        super().__init__(model, name=f"{'openai-compatible' if compatible else 'openai'}:{model}", api_key=api_key,
+                         base_url=base_url, timeout_s=timeout_s)
         self.compatible = compatible
-        self.name = f"{'openai-compatible' if compatible else 'openai'}:{model}"
-        self._api_key = api_key
-        self._base_url = base_url
-        self._timeout_s = timeout_s
-        self._sdk: Any = None
-        self.mode: StructuredMode = "json_schema"
 
-    async def aclose(self) -> None:
-        """Close the SDK's HTTP pool in the event loop that opened it."""
-        if self._sdk is not None:
-            sdk, self._sdk = self._sdk, None
-            await sdk.close()
+    def _make_sdk(self) -> Any:
+        import openai
 
-    def _client(self) -> Any:
-        if self._sdk is None:
-            import openai
+        return openai.AsyncOpenAI(
+            # Local OpenAI-compatible servers usually need no key; the SDK insists on one.
+            api_key=self._api_key or "not-needed",
+            base_url=self._base_url,
+            max_retries=0,
+            timeout=self._timeout_s,
+        )
 
-            self._sdk = openai.AsyncOpenAI(
-                # Local OpenAI-compatible servers usually need no key; the SDK insists on one.
-                api_key=self._api_key or "not-needed",
-                base_url=self._base_url,
-                max_retries=0,
-                timeout=self._timeout_s,
-            )
-        return self._sdk
-
-    @staticmethod
-    def _completion_type() -> Any:
+    def _reply_type(self) -> Any:
         from openai.types.chat import ChatCompletion
 
         return ChatCompletion
@@ -87,38 +76,12 @@ class OpenAIChatClient:
             payload["response_format"] = {"type": "json_object", "schema": request.json_schema}
         return payload
 
-    @property
-    def base_url(self) -> str:
-        return str(self._sdk.base_url) if self._sdk is not None else (self._base_url or "https://api.openai.com/v1")
-
-    def _refused_format(self, err: BackendError) -> bool:
+    def _step_down(self, err: BackendError) -> StructuredMode | None:
         # A server that cannot do this response_format answers 400/422, or 500 (llama.cpp), saying so.
         codes = (400, 422, 500) if self.compatible else (400, 422)
-        return err.status in codes and says_format_unsupported(err)
+        return next_mode(self.mode) if err.status in codes and says_format_unsupported(err) else None
 
-    async def complete(self, request: ModelRequest) -> ModelReply:
-        client = self._client()
-        started = time.monotonic()
-        sent = 0
-        while True:
-            sent += 1
-            try:
-                # The payload is built to the API's shape here; `post` sends it as is, skipping the
-                # SDK's recursive param transform (~4 ms of CPU a call, most of a judge's overhead).
-                resp = await client.post("/chat/completions", body=self._payload(request, self.mode),
-                                         cast_to=self._completion_type())
-                break
-            except Exception as exc:
-                err = exc if isinstance(exc, BackendError) else backend_error_from_sdk(exc, self.base_url)
-                following = next_mode(self.mode)
-                if request.json_schema is not None and following and self._refused_format(err):
-                    self.mode = following  # remembered for this model: later calls start here
-                    continue
-                if err.status in (400, 422):
-                    err = BackendError("backend_error", f"{self.base_url} refused the request ({err.status}): {err}",
-                                       status=err.status)
-                err.requests = sent
-                raise err from exc
+    def _reply(self, resp: Any, latency_ms: float, sent: int) -> ModelReply:
         if not getattr(resp, "choices", None):
             err = BackendError("backend_error", f"{self.base_url} answered with no choices (an empty reply)")
             err.requests = sent
@@ -136,7 +99,7 @@ class OpenAIChatClient:
                 output_tokens=getattr(usage, "completion_tokens", 0) or 0,
                 cached_tokens=getattr(details, "cached_tokens", 0) or 0,
             ),
-            latency_ms=(time.monotonic() - started) * 1000.0,
+            latency_ms=latency_ms,
             model=getattr(resp, "model", None) or self.model,
             requests=sent,
         )

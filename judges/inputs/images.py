@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import InputError
-from .model import ImagePart
-from .paths import read_resolved, resolve_file
+from judges.errors import InputError
+from judges.inputs.paths import read_resolved, resolve_file
+from judges.models.protocol import ImagePart
 
 MAGIC = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),

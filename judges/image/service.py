@@ -8,14 +8,21 @@ from dataclasses import dataclass
 import anyio.to_thread
 from pydantic import BaseModel, Field
 
-from .agents import Agent, AgentStore
-from .errors import InputError
-from .guidelines import Guidelines
-from .image_judge import Evaluation, GuidelineUse, RankedImage, aggregate_scores, evaluate, iteration_context
-from .images import ImagePolicy, load_image
-from .model import ImagePart, ModelClient
-from .optimizer import AgentContext, OptimizedPrompt, optimize_prompt
-from .runs import Plateau, Run, RunStore, detect_plateau
+from judges.errors import InputError
+from judges.image.judge import (
+    Evaluation,
+    GuidelineUse,
+    RankedImage,
+    aggregate_scores,
+    evaluate,
+    iteration_context,
+)
+from judges.image.optimizer import AgentContext, OptimizedPrompt, optimize_prompt
+from judges.image.runs import Plateau, Run, RunStore, detect_plateau
+from judges.inputs.images import ImagePolicy, load_image
+from judges.models.protocol import ImagePart, ModelClient
+from judges.store.agents import Agent, AgentStore
+from judges.store.guidelines import Guidelines
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Every gate runs as an argument list (never a shell string) built by the server; callers choose
 gates by name and may add only test node ids, relative paths and allowlisted options
-(`parse_gates`). With a sandbox (judges/sandbox.py: bubblewrap) each gate runs isolated on its own
+(`parse_gates`). With a sandbox (judges/code/sandbox.py: bubblewrap) each gate runs isolated on its own
 size-capped copy, under resource limits, killed whole at the timeout. Without one (`sandbox:
 "none"`) a gate runs in its own process group on the server's copy with an environment stripped
 of keys and tokens, killed with its group at the timeout. The caller's tree is never touched.
@@ -28,9 +28,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from . import sandbox as sandboxing
-from .errors import InputError
-from .paths import open_dir, open_file, resolve_relative, resolve_root
+from judges.code import sandbox as sandboxing
+from judges.errors import InputError
+from judges.inputs.paths import open_dir, open_file, resolve_relative, resolve_root
 
 SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", ".mypy_cache", ".ruff_cache", ".pytest_cache",
              ".tox", "build", "dist"}
