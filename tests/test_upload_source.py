@@ -7,7 +7,7 @@ import base64
 import pytest
 
 from judges.errors import InputError
-from judges.guidelines import read_source
+from judges.store.guidelines import read_source
 
 
 @pytest.mark.parametrize("size", [10, 11, 12])  # two, one and no '=' of padding
