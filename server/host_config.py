@@ -65,4 +65,4 @@ def print_host_config(host: str, roots: list[str], model: str) -> None:
     """The block on stdout (to paste or redirect); where it goes on stderr."""
     block = host_config(host, roots=roots, model=model)
     print(f"# {host}: put this in {HOSTS[host]['where']}", file=sys.stderr)
-    print(json.dumps(block, indent=2))
+    sys.stdout.write(json.dumps(block, indent=2) + "\n")  # a CLI command's output, not the stdio server

@@ -132,4 +132,6 @@ def test_an_http_server_with_tokens_starts_without_sdk_warnings(tmp_path: Path) 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         create_server(settings, http_auth=True, base_url="http://127.0.0.1:8000", client_roots=False)
-    assert [str(w.message) for w in caught] == []
+    # Only what the SDK says about our use of it counts (a ResourceWarning from an earlier test's garbage may
+    # be collected here).
+    assert [str(w.message) for w in caught if not issubclass(w.category, ResourceWarning)] == []
