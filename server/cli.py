@@ -19,7 +19,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="bind address for sse/http (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port for sse/http (default 8000)")
     p.add_argument("--version", action="version", version=f"judge-mcp {_version()}")
-    sub = p.add_subparsers(dest="command", metavar="config")
+    sub = p.add_subparsers(dest="command", metavar="{config,check}")
+    sub.add_parser("check", help="validate the configuration (settings, roots, model backend, gate sandbox) "
+                                 "and exit: 0 when the tools can run, 1 otherwise")
     config = sub.add_parser("config", help="print a ready server block for a host's MCP configuration "
                                            "(absolute paths), then exit")
     config.add_argument("host", choices=["claude-desktop", "cursor", "vscode", "claude-code"])
@@ -81,6 +83,10 @@ def configure_logging(level: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     settings = load_settings()
+    if args.command == "check":
+        from .check import run_check
+
+        raise SystemExit(run_check(settings))
     if args.command == "config":
         from .host_config import print_host_config
 
