@@ -52,3 +52,17 @@ def wait_for_port(port: int, timeout_s: float) -> bool:
         except OSError:
             time.sleep(0.1)
     return False
+
+
+def processes_with(marker: str, *, excluding: str | None = None) -> list[str]:
+    """Command lines of live processes that contain `marker` (and not `excluding`)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if marker in cmd and (excluding is None or excluding not in cmd):
+                found.append(cmd)
+    return found

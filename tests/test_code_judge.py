@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 import uuid
 from pathlib import Path
@@ -18,7 +17,7 @@ from judges.code.gates import GateSettings, run_gates, sandbox_from
 from server.app import create_server
 from server.settings import Settings
 from tests.fake_model_server import FakeModelServer, Scripted
-from tests.mcp_helpers import call
+from tests.mcp_helpers import call, processes_with
 
 pytestmark = pytest.mark.anyio
 
@@ -95,19 +94,6 @@ def test_a_test_that_loops_forever_is_killed_within_the_gate_timeout(tmp_path: P
     assert "the test run was killed after 3 s" in signals.test.details
 
 
-def _processes_with(marker: str) -> list[str]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if marker in cmd and "pytest" not in cmd:
-                found.append(cmd)
-    return found
-
-
 def test_a_forking_test_leaves_no_process_behind(tmp_path: Path) -> None:
     marker = f"judge-fork-{uuid.uuid4().hex}"
     box = sandbox_from(None, [], [])
@@ -117,7 +103,7 @@ def test_a_forking_test_leaves_no_process_behind(tmp_path: Path) -> None:
     )
     run_gates(box, GateSettings(timeout_s=30))
     time.sleep(0.2)
-    assert _processes_with(marker) == []
+    assert processes_with(marker, excluding="pytest") == []
 
 
 async def test_accept_while_a_gate_fails_is_overridden_to_revise(

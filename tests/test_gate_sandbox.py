@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from judges.code import sandbox
-from tests.mcp_helpers import free_port, wait_for_port
+from tests.mcp_helpers import free_port, processes_with, wait_for_port
 from tests.test_transports import JUDGE_MCP, client_with_token, server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -199,19 +199,6 @@ def test_fork_loop():
         child.kill()
     got({{"started": len(children), "error": error}})
 '''
-
-
-def processes_with(marker: str) -> list[str]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if marker in cmd:
-                found.append(cmd)
-    return found
 
 
 def no_process_with(marker: str, within_s: float = 3.0) -> bool:

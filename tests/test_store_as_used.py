@@ -224,7 +224,12 @@ async def test_an_upload_killed_midway_is_failed_after_restart_without_chunks(tm
     assert again["id"] == doc["id"] and again["processing_status"] == "processed" and again["chunk_count"] > 150
 
 
-async def test_deleting_a_document_during_its_upload_leaves_no_chunks(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("deleted", "says"), [
+    ("document", "cancelled: the document was deleted while it was being processed"),
+    ("agent", "cancelled: the agent was deleted while the document was being processed"),
+])
+async def test_deleting_the_document_or_its_agent_during_the_upload_leaves_no_chunks(
+        tmp_path: Path, deleted: str, says: str) -> None:
     home = tmp_path / "home"
     async with judge_mcp(home, "server") as s:
         agent = await new_agent(s.client)
@@ -235,27 +240,12 @@ async def test_deleting_a_document_during_its_upload_leaves_no_chunks(tmp_path: 
 
             tg.start_soon(upload)
             doc = await wait_for(s.client, agent, lambda d: d["chunk_count"] > 0)
-            await call(s.client, "delete_guideline", agent_id=agent, document_id=doc["id"])
+            if deleted == "document":
+                await call(s.client, "delete_guideline", agent_id=agent, document_id=doc["id"])
+            else:
+                await call(s.client, "delete_agent", agent_id=agent)
         left = await anyio.to_thread.run_sync(chunk_count, home, agent, doc["id"])
-        listed = (await call(s.client, "list_guidelines", agent_id=agent))["documents"]
+        listed = (await call(s.client, "list_guidelines", agent_id=agent))["documents"] if deleted == "document" else []
     assert results["upload"].is_error
-    assert "cancelled: the document was deleted while it was being processed" in results["upload"].content[0].text
+    assert says in results["upload"].content[0].text
     assert left == 0 and listed == []
-
-
-async def test_deleting_the_agent_during_an_upload_leaves_no_chunks(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    async with judge_mcp(home, "server") as s:
-        agent = await new_agent(s.client)
-        results: dict[str, Any] = {}
-        async with anyio.create_task_group() as tg:
-            async def upload() -> None:
-                results["upload"] = await s.client.call_tool("upload_guideline", {"agent_id": agent, "text": LONG})
-
-            tg.start_soon(upload)
-            doc = await wait_for(s.client, agent, lambda d: d["chunk_count"] > 0)
-            await call(s.client, "delete_agent", agent_id=agent)
-        left = await anyio.to_thread.run_sync(chunk_count, home, agent, doc["id"])
-    assert results["upload"].is_error
-    assert "cancelled: the agent was deleted while the document was being processed" in results["upload"].content[0].text
-    assert left == 0
