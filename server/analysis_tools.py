@@ -11,8 +11,9 @@ from pydantic import Field
 from judges.analysis.judge import BUILTIN, DETERMINISTIC, AnalysisResult, evaluate_analysis
 from judges.errors import InputError
 from judges.progress import Progress
+from judges.reading.samples import check_samples
 
-from .context import UseCache, app_of
+from .context import JuryModels, Samples, UseCache, app_of
 from .errors import tool_errors
 from .jobs import Background, or_job, run_or_background
 
@@ -36,12 +37,20 @@ def register(mcp: MCPServer) -> None:
         deterministic_checks: list[str] = list(DETERMINISTIC),  # noqa: B006 (a default the schema shows)
         llm_judges: list[str] = list(BUILTIN),  # noqa: B006
         cache: UseCache = True,
+        samples: Samples = 1,
+        models: JuryModels = None,
+        expected_score: Annotated[bool, Field(description=(
+            "Also ask for the rating tokens' log-probabilities and report each category's probability-weighted "
+            "score (G-Eval) as expected_score, where the backend gives them (OpenAI-compatible)."))] = False,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(AnalysisResult)]:
         """D-1 json_validation, D-2 schema_compliance, D-3 format_compliance, D-4 field_cardinality and
         D-5 url_preservation in order, stopping at the first failure; then one model call per LLM category.
-        `passed` only when every check passes. Progress: each check and each category."""
+        `passed` only when every check passes. samples: each category asked n times at once (the majority pass,
+        the spread of its score); models: a jury. Progress: each check and each category."""
         app = app_of(ctx)
+        check_samples(samples, app.settings.max_samples)
+        jury = app.jury_for(ctx, models, cache=cache) if models is not None else None
         bounds = None
         if cardinality is not None:
             bounds = {}
@@ -55,7 +64,8 @@ def register(mcp: MCPServer) -> None:
                 lambda: app.model_for(ctx, cache=cache), analysis=analysis, input_url=input_url, user_context=user_context,
                 context_type=context_type, schema=schema, cardinality=bounds, insight_fields=insight_fields,
                 deterministic_checks=deterministic_checks, llm_judges=llm_judges,
-                custom_dir=app.settings.analysis_categories_dir, progress=progress,
+                custom_dir=app.settings.analysis_categories_dir, progress=progress, samples=samples, jury=jury,
+                logprobs=expected_score,
             )
 
         return await run_or_background(ctx, "evaluate_analysis", background, work)

@@ -16,8 +16,9 @@ from judges.code.gates import GateSettings, SourceFile, parse_gates
 from judges.code.judge import CodeVerdict, ProposedPatch, judge_code, propose_patch
 from judges.errors import ConfigError
 from judges.progress import Progress
+from judges.reading.samples import check_samples
 
-from .context import ClientRoots, UseCache, app_of, roots_for
+from .context import ClientRoots, JuryModels, Samples, UseCache, app_of, roots_for
 from .errors import tool_errors
 from .jobs import Background, or_job, run_or_background
 from .settings import Settings
@@ -104,18 +105,23 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
         candidates: Annotated[list[list[SourceFile]] | None, Field(
             description="Several file sets: the gates pick a winner, which is then judged.")] = None,
         cache: UseCache = True,
+        samples: Samples = 1,
+        models: JuryModels = None,
         background: Background = False,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(CodeVerdict)]:
         """accept / revise / reject with 8 scores, explanations and a fix plan, kept consistent with the gates.
-        Without a model backend, the gates' own verdict (status no_model). Progress: each gate, the model call."""
+        Without a model backend, the gates' own verdict (status no_model). samples: the majority verdict, each
+        score's mean and spread; models: a jury. Progress: each gate, the model call."""
         app = app_of(ctx)
         chosen = parse_gates(gates)
         settings = gate_settings(app.settings)
         if run_gates or candidates:
             check_gates_may_run(app.settings, settings)
+        check_samples(samples, app.settings.max_samples)
+        jury = app.jury_for(ctx, models, cache=cache) if models is not None else None
         try:
-            client: Any = app.model_for(ctx, cache=cache)
+            client: Any = jury[0][1] if jury else app.model_for(ctx, cache=cache)
         except ConfigError:
             client = None
         roots = roots_for(ctx, client_roots)
@@ -124,7 +130,7 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
             return await judge_code(
                 client, spec=spec, root=root, files=files, diff=diff, run_gates_=run_gates,
                 gates=chosen, model_notes=model_notes, candidates=candidates,
-                allowed_roots=roots, settings=settings, progress=progress,
+                allowed_roots=roots, settings=settings, progress=progress, samples=samples, jury=jury,
             )
 
         return await run_or_background(ctx, "judge_code", background, work)

@@ -59,6 +59,9 @@ def register(mcp: MCPServer) -> None:
         cache: UseCache = True,
         samples: Samples = 1,
         models: JuryModels = None,
+        expected_score: Annotated[bool, Field(description=(
+            "Also ask for the score token's log-probabilities and report each evaluation's probability-weighted "
+            "0–100 score (G-Eval) as expected_score, where the backend gives them (OpenAI-compatible)."))] = False,
         background: Background = False,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(ImageEvaluation)]:
@@ -74,7 +77,7 @@ def register(mcp: MCPServer) -> None:
                 org, brief=brief, images=images, prompt=prompt, agent_ids=agent_ids, run_id=run_id,
                 max_iterations=max_iterations, client_for=lambda agent: app.model_for(ctx, agent=agent, cache=cache),
                 policy=policy, progress=progress, samples=samples, jury=jury,
-                jury_for=lambda models: app.jury_for(ctx, models, cache=cache))
+                jury_for=lambda models: app.jury_for(ctx, models, cache=cache), logprobs=expected_score)
             await resource_updated(ctx, f"judge://runs/{result.run_id}", f"judge://runs/{result.run_id}/chart.png")
             return result
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import statistics
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,10 @@ import prompts
 from judges.errors import ConfigError, InputError
 from judges.models.protocol import Message, ModelClient, ModelRequest, Usage
 from judges.progress import Progress, no_progress
-from judges.reading.parsing import JudgeModel, run_judge
+from judges.reading.expected import expected_ratings
+from judges.reading.jury import Jury, JuryMember, score_jury
+from judges.reading.parsing import Judged, JudgeModel, run_judge
+from judges.reading.samples import SampleFailure, SampleStats, Votes, run_samples, sample_stats, vote
 
 Rating = Literal["poor", "sufficient", "impressive"]
 
@@ -384,16 +388,20 @@ def _reply_model(spec: CategorySpec) -> type[BaseModel]:
     return create_model("CategoryReply", **fields)
 
 
-async def run_category(client: ModelClient, category: Category, variables: dict[str, Any],
-                       usage: list[Usage], read_as: dict[str, str | None] | None = None) -> tuple[bool, dict[str, Check]]:
+RATING_VALUE: dict[str, float] = {"poor": 0.0, "sufficient": 1.0, "impressive": 2.0}
+
+
+def category_request(category: Category, variables: dict[str, Any], sample: int = 0,
+                     logprobs: bool = False) -> ModelRequest:
+    context = {**variables, "criteria": [c.model_dump() for c in category.spec.criteria]}
+    return ModelRequest(system=_render(category.system, context), messages=[Message.user(_render(category.user, context))],
+                        temperature=0.0, max_tokens=2048, sample=sample, logprobs=logprobs)
+
+
+def read_category(category: Category, judged: Judged[Any]) -> tuple[bool, dict[str, Check], float | None]:
+    """One reply as the category's checks, its pass rule and its score (the mean rating, poor 0, sufficient 1,
+    impressive 2); a failed reply fails every check, with the reason, and has no score."""
     spec = category.spec
-    context = {**variables, "criteria": [c.model_dump() for c in spec.criteria]}
-    request = ModelRequest(system=_render(category.system, context),
-                           messages=[Message.user(_render(category.user, context))], temperature=0.0, max_tokens=2048)
-    judged = await run_judge(client, request, _reply_model(spec))
-    usage.append(judged.usage)
-    if read_as is not None:
-        read_as[category.name] = judged.read_as
     checks: dict[str, Check] = {}
     if judged.value is None:
         assert judged.failure is not None
@@ -401,13 +409,36 @@ async def run_category(client: ModelClient, category: Category, variables: dict[
         for c in spec.criteria:
             checks[c.name] = Check(check_name=c.name, description=c.description, passed=False, error=why,
                                    rationale=f"The {category.name} judge gave no usable answer ({why}).")
-        return False, checks
+        return False, checks, None
     for c in spec.criteria:
         reply: CriterionReply = getattr(judged.value, c.name)
         checks[c.name] = Check(check_name=c.name, description=c.description, rating=reply.rating,
                                passed=reply.rating in ("sufficient", "impressive"), rationale=reply.rationale,
                                inputs_evaluated=reply.inputs_evaluated)
-    return category_passes([ch.rating for ch in checks.values()], spec.pass_rule), checks
+    ratings = [ch.rating for ch in checks.values()]
+    score = round(sum(RATING_VALUE[r] for r in ratings if r is not None) / len(ratings), 6)
+    return category_passes(ratings, spec.pass_rule), checks, score
+
+
+def expected_category_score(category: Category, judged: Judged[Any]) -> float | None:
+    """The probability-weighted score: each criterion's expected rating from its rating token's
+    log-probabilities, averaged; None when any criterion's token has none."""
+    if judged.value is None or not judged.logprobs:
+        return None
+    found = expected_ratings(judged.logprobs, [c.name for c in category.spec.criteria], RATING_VALUE)
+    if any(v is None for v in found.values()):
+        return None
+    return round(sum(v for v in found.values() if v is not None) / len(found), 6)
+
+
+class CategorySample(BaseModel):
+    sample: int
+    model: str | None = Field(default=None, description="The jury member that gave it (models given).")
+    passed: bool | None = Field(description="The pass rule over this sample's ratings; null when it failed.")
+    score: float | None = Field(description="This sample's mean rating (poor 0, sufficient 1, impressive 2).")
+    ratings: dict[str, Rating | None] = {}
+    expected_score: float | None = None
+    error: str | None = None
 
 
 class CategoryResult(BaseModel):
@@ -417,6 +448,80 @@ class CategoryResult(BaseModel):
                                                           "then it has no checks and counts neither way.")
     read_as: str | None = Field(default=None, description="How the judge's reply was read: json or repair; "
                                                           "null when it failed.")
+    score: float | None = Field(default=None, description="The mean rating over the criteria (poor 0, sufficient 1, "
+                                                          "impressive 2); with samples or models, the mean of theirs.")
+    expected_score: float | None = Field(
+        default=None, description="expected_score asked: the probability-weighted score, each criterion's rating "
+                                  "weighed by its token's top log-probabilities (G-Eval); null where the backend "
+                                  "gave none (only OpenAI-compatible backends do). Mean over samples.")
+    samples: list[CategorySample] | None = Field(
+        default=None, description="samples > 1 (or models given): every sample's pass, score and ratings, in order "
+                                  "(by model, then sample); a failed one with its error.")
+    sample_stats: SampleStats | None = Field(
+        default=None, description="samples > 1: the spread of the samples' scores; failed samples counted and "
+                                  "left out.")
+    votes: Votes | None = Field(
+        default=None, description="samples > 1 or models: the samples' pass/fail votes; `passed` is the majority "
+                                  "(a split vote is Tie, consistent false, and does not pass); `checks` are a "
+                                  "sample's that voted with it.")
+    jury: Jury | None = Field(
+        default=None, description="models given: each model's per-criterion mean rating, the jury's (their mean "
+                                  "per criterion) and Krippendorff's alpha over the criteria; a failing model is "
+                                  "counted and left out.")
+
+
+async def judge_category(asked: Sequence[tuple[str | None, ModelClient]], category: Category,
+                         variables: dict[str, Any], usage: list[Usage], samples: int = 1,
+                         logprobs: bool = False) -> CategoryResult:
+    """One category by each model, `samples` times at once; with one model and one sample, exactly its reply."""
+    reply_model = _reply_model(category.spec)
+
+    def asker(model: ModelClient) -> Any:
+        async def one(sample: int) -> Judged[Any]:
+            return await run_judge(model, category_request(category, variables, sample, logprobs), reply_model)
+        return one
+
+    by_member = await run_samples(len(asked), lambda m: run_samples(samples, asker(asked[m][1])))
+    sampled = [j for member in by_member for j in member]
+    usage.extend(j.usage for j in sampled)
+    read = [read_category(category, j) for j in sampled]
+    expected = [expected_category_score(category, j) if logprobs else None for j in sampled]
+    if len(sampled) == 1:
+        passed, checks, score = read[0]
+        return CategoryResult(passed=passed, checks=checks, read_as=sampled[0].read_as, score=score,
+                              expected_score=expected[0])
+    votes = vote(["Failed" if j.value is None else "pass" if p else "fail" for j, (p, _, _) in zip(sampled, read, strict=True)])
+    passed = votes.majority == "pass"
+    pick = next((k for k, j in enumerate(sampled) if j.value is not None and read[k][0] == passed),
+                next((k for k, j in enumerate(sampled) if j.value is not None), 0))
+    scores = [r[2] for r in read]
+    members: list[JuryMember] = []
+    member_means: list[float] = []
+    names = [c.name for c in category.spec.criteria]
+    for m, (name, _) in enumerate(asked):
+        mine = [r for r, j in zip(read[m * samples:(m + 1) * samples], by_member[m], strict=True) if j.value is not None]
+        if mine:
+            member_means.append(statistics.fmean(r[2] for r in mine if r[2] is not None))
+        failure = next((j.failure for j in by_member[m] if j.failure is not None), None)
+        members.append(JuryMember(
+            model=str(name), value=[round(statistics.fmean(RATING_VALUE[r[1][c].rating or "poor"] for r in mine), 6)
+                                    for c in names] if mine else None,
+            error=None if mine or failure is None else failure.describe()))
+    found_expected = [e for e in expected if e is not None]
+    per = samples
+    return CategoryResult(
+        passed=passed, checks=read[pick][1], read_as=sampled[pick].read_as,
+        score=round(statistics.fmean(member_means), 6) if member_means else None,
+        expected_score=round(statistics.fmean(found_expected), 6) if found_expected else None,
+        samples=[CategorySample(sample=k % per, model=asked[k // per][0], passed=r[0] if j.value is not None else None,
+                                score=r[2], expected_score=expected[k],
+                                ratings={c: ch.rating for c, ch in r[1].items()} if j.value is not None else {},
+                                error=j.failure.describe() if j.failure is not None else None)
+                 for k, (j, r) in enumerate(zip(sampled, read, strict=True))],
+        sample_stats=sample_stats(scores, [SampleFailure(sample=k, kind=j.failure.kind, message=j.failure.message)
+                                           for k, j in enumerate(sampled) if j.failure is not None])
+        if samples > 1 else None,
+        votes=votes, jury=score_jury(members) if len(asked) > 1 else None)
 
 
 class AnalysisUsage(BaseModel):
@@ -444,10 +549,12 @@ async def evaluate_analysis(
     context_type: str | None = None, schema: dict[str, Any] | None = None,
     cardinality: dict[str, tuple[int, int]] | None = None, insight_fields: Sequence[str] | None = None,
     deterministic_checks: Sequence[str] = tuple(DETERMINISTIC), llm_judges: Sequence[str] = tuple(BUILTIN),
-    custom_dir: Path | None = None, progress: Progress = no_progress,
+    custom_dir: Path | None = None, progress: Progress = no_progress, samples: int = 1,
+    jury: Sequence[tuple[str, ModelClient]] | None = None, logprobs: bool = False,
 ) -> AnalysisResult:
-    """D-checks in the given order, stopping at the first failure; then the LLM categories, concurrently.
-    Progress: each check and each category (total: both, as asked)."""
+    """D-checks in the given order, stopping at the first failure; then the LLM categories, concurrently
+    (each with its samples, by each model of a jury). Progress: each check and each category (total: both,
+    as asked)."""
     unknown = [d for d in deterministic_checks if d not in DETERMINISTIC]
     if unknown:
         raise InputError(f"unknown deterministic checks {unknown}; use {', '.join(DETERMINISTIC)}")
@@ -483,7 +590,7 @@ async def evaluate_analysis(
     note: str | None = None
     if categories:
         try:
-            client = client_for()
+            client = jury[0][1] if jury else client_for()
         except ConfigError as exc:  # no model: the deterministic checks stand on their own
             note = f"The LLM categories were skipped: {exc}"
     if client is None:
@@ -491,15 +598,14 @@ async def evaluate_analysis(
         return AnalysisResult(passed=all(c.passed for c in checks), checks=checks, categories=skipped,
                               partial=bool(skipped), note=note)
     if categories:
-        ready: ModelClient = client
+        asked: Sequence[tuple[str | None, ModelClient]] = jury or [(None, client)]
         variables = {"analysis": json.dumps(data, indent=1, ensure_ascii=False), "user_context": user_context or "(none)",
                      "context_type": context_type or "unspecified",
                      "product_overview": json.dumps(_get(data, "product_overview"), indent=1, ensure_ascii=False)}
 
         async def one(category: Category) -> None:
-            how: dict[str, str | None] = {}
-            passed, category_checks = await run_category(ready, category, variables, usage, how)
-            results[category.name] = CategoryResult(passed=passed, checks=category_checks, read_as=how.get(category.name))
+            results[category.name] = result = await judge_category(asked, category, variables, usage, samples, logprobs)
+            passed = result.passed
             await progress(len(checks) + len(results), steps, f"category {category.name} "
                            f"{'passed' if passed else 'failed'} ({len(results)} of {len(categories)} categories)")
 

@@ -30,7 +30,9 @@ from judges.errors import InputError
 from judges.models.protocol import Message, ModelClient, ModelRequest, Usage
 from judges.patches.ops import DEFAULT_LIMITS, PatchLimits, ValidationReport, apply_patch, validate_patch
 from judges.progress import Progress, no_progress
-from judges.reading.parsing import JudgeModel, run_judge
+from judges.reading.jury import Jury, JuryMember, verdict_jury
+from judges.reading.parsing import Judged, JudgeModel, run_judge
+from judges.reading.samples import SampleFailure, SampleStats, Votes, run_samples, sample_stats, vote
 
 DIMENSIONS = ("compilation", "tests_functional", "tests_edge", "types", "style", "security", "boundaries", "schema")
 
@@ -66,6 +68,17 @@ class JudgeVerdict(JudgeModel):
     fix_plan: list[FixStep] = []
 
 
+class CodeSample(BaseModel):
+    """One sample of the model's verdict (after the gates' overrides), or why it gave none."""
+
+    sample: int
+    model: str | None = Field(default=None, description="The jury member that gave it (models given).")
+    verdict: Literal["accept", "revise", "reject"] | None = Field(description="null when the sample failed.")
+    scores: dict[str, float | None] = {}
+    read_as: str | None = None
+    error: str | None = None
+
+
 class CodeVerdict(BaseModel):
     verdict: Literal["accept", "revise", "reject"]
     scores: dict[str, float | None]
@@ -83,6 +96,22 @@ class CodeVerdict(BaseModel):
     winner_index: int | None = None
     usage: Usage = Field(default_factory=Usage)
     read_as: str | None = Field(default=None, description="How the model's verdict was read: json or repair.")
+    samples: list[CodeSample] | None = Field(
+        default=None, description="samples > 1 (or models given): every sample's verdict and scores, in order "
+                                  "(by model, then sample); a failed one with its error.")
+    votes: Votes | None = Field(
+        default=None, description="samples > 1: the samples' verdicts counted and their majority (the verdict); a "
+                                  "split vote is Tie, consistent false, and the verdict is then the strictest tied.")
+    sample_stats: dict[str, SampleStats] | None = Field(
+        default=None, description="samples > 1: per score dimension, the spread over the samples (the score is "
+                                  "their mean); failed samples counted and left out.")
+    jury: Jury | None = Field(
+        default=None, description="models given: each model's verdict (the majority of its samples), the jury's "
+                                  "(their majority: the verdict; split: Tie and the strictest tied) and their "
+                                  "agreement; a failing model is counted and left out.")
+
+
+STRICTNESS = {"accept": 0, "revise": 1, "reject": 2}
 
 
 def patch_summary(diff: str | None) -> list[dict[str, Any]]:
@@ -139,12 +168,39 @@ def gates_only(signals: Signals, runs: Sequence[GateRun]) -> tuple[str, dict[str
         {"file": "", "operation": "edit", "brief": f"fix {why} ({dim})"} for dim, why in failed.items()]
 
 
+def overruled(v: JudgeVerdict, signals: Signals, runs: Sequence[GateRun]) -> tuple[str, dict[str, float | None], list[str]]:
+    """The model's verdict and scores with the gates' overrides: a failed gate's dimension is 0, and an
+    accept while a gate fails is a revise."""
+    model_scores: dict[str, float | None] = v.scores.model_dump(by_alias=True)
+    overrides = []
+    failed = gate_dimensions(signals, runs)
+    for dim, why in failed.items():
+        if model_scores.get(dim) not in (0, 0.0):
+            overrides.append(f"{dim} set to 0: {why}")
+            model_scores[dim] = 0.0
+    final: str = v.verdict
+    if final == "accept" and failed:
+        final = "revise"
+        overrides.append("verdict 'accept' overridden to 'revise': a gate failed")
+    return final, model_scores, overrides
+
+
+def majority(votes: Votes) -> str:
+    """The vote's majority; a split vote's strictest tied verdict (a Tie is never read as accept)."""
+    if votes.majority != "Tie":
+        return votes.majority
+    top = max(votes.counts.values())
+    return max((v for v, c in votes.counts.items() if c == top), key=STRICTNESS.__getitem__)
+
+
 async def judge(client: ModelClient | None, *, spec: str, signals: Signals, runs: list[GateRun],
-                brief: ProjectBrief, diff: str | None, model_notes: str | None) -> CodeVerdict:
-    """The verdict: the model's (validated, overruled where the gates disagree) or the gates' alone."""
+                brief: ProjectBrief, diff: str | None, model_notes: str | None, samples: int = 1,
+                jury: Sequence[tuple[str, ModelClient]] | None = None) -> CodeVerdict:
+    """The verdict: the model's (validated, overruled where the gates disagree) or the gates' alone. With
+    samples, n verdicts at once: the majority verdict and each score's mean; with a jury, each model's."""
     verdict, scores, plan = gates_only(signals, runs)
     base = dict(signals=signals, gates=runs, brief=brief)
-    if client is None:
+    if client is None and not jury:
         return CodeVerdict(verdict=verdict, scores=scores, fix_plan=plan, status="no_model", **base,  # type: ignore[arg-type]
                            explanations={"root_cause": "no model backend: verdict from the gates alone",
                                          "minimal_fix": "; ".join(p["brief"] for p in plan) or "none needed"})
@@ -152,27 +208,71 @@ async def judge(client: ModelClient | None, *, spec: str, signals: Signals, runs
     request = ModelRequest(system=prompts.render("code/judge@v1"),
                            messages=[Message.user(prompts.fence(payload, "judge_input") + "\n\nReturn the verdict JSON.")],
                            temperature=0.0, max_tokens=2048)
-    judged = await run_judge(client, request, JudgeVerdict)
-    if judged.value is None:
-        assert judged.failure is not None
-        return CodeVerdict(verdict=verdict, scores=scores, fix_plan=plan, status="model_failed", **base,  # type: ignore[arg-type]
-                           explanations={"root_cause": "the model's verdict was unusable; verdict from the gates alone",
-                                         "minimal_fix": "; ".join(p["brief"] for p in plan) or "none needed"},
-                           error=judged.failure.describe(), raw_response=judged.failure.raw, usage=judged.usage)
-    v = judged.value
-    model_scores: dict[str, float | None] = v.scores.model_dump(by_alias=True)
-    overrides = []
-    for dim, why in gate_dimensions(signals, runs).items():
-        if model_scores.get(dim) not in (0, 0.0):
-            overrides.append(f"{dim} set to 0: {why}")
-            model_scores[dim] = 0.0
-    final = v.verdict
-    if final == "accept" and gate_dimensions(signals, runs):
-        final = "revise"
-        overrides.append("verdict 'accept' overridden to 'revise': a gate failed")
-    return CodeVerdict(verdict=final, scores=model_scores, explanations=v.explanations.model_dump(),
-                       fix_plan=[s.model_dump() for s in v.fix_plan], status="ok", overrides=overrides,
-                       usage=judged.usage, read_as=judged.read_as, **base)  # type: ignore[arg-type]
+    asked: Sequence[tuple[str | None, ModelClient]] = jury or [(None, client)]  # type: ignore[list-item]
+
+    def asker(model: ModelClient) -> Any:
+        async def one(sample: int) -> Judged[JudgeVerdict]:
+            return await run_judge(model, request.model_copy(update={"sample": sample}), JudgeVerdict)
+        return one
+
+    by_member = await run_samples(len(asked), lambda m: run_samples(samples, asker(asked[m][1])))
+    sampled = [j for member in by_member for j in member]
+    usage = sum((j.usage for j in sampled), Usage())
+    readings = [overruled(j.value, signals, runs) if j.value is not None else None for j in sampled]
+    ok = [(j, r) for j, r in zip(sampled, readings, strict=True) if r is not None]
+    if not ok:
+        failure = sampled[0].failure
+        assert failure is not None
+        result = CodeVerdict(verdict=verdict, scores=scores, fix_plan=plan, status="model_failed", **base,  # type: ignore[arg-type]
+                             explanations={"root_cause": "the model's verdict was unusable; verdict from the gates alone",
+                                           "minimal_fix": "; ".join(p["brief"] for p in plan) or "none needed"},
+                             error=failure.describe(), raw_response=failure.raw, usage=usage)
+    else:
+        votes = vote([r[0] if r is not None else "Failed" for r in readings])
+        final = majority(votes)
+        members: list[JuryMember] = []
+        member_scores: list[dict[str, float | None]] = []
+        for (name, _), member in zip(asked, by_member, strict=True):
+            mine = [overruled(j.value, signals, runs) for j in member if j.value is not None]
+            if mine:
+                member_scores.append(mean_scores([r[1] for r in mine]))
+            failure = next((j.failure for j in member if j.failure is not None), None)
+            members.append(JuryMember(model=str(name), value=majority(vote([r[0] for r in mine])) if mine else None,
+                                      error=None if mine or failure is None else failure.describe()))
+        panel = verdict_jury(members) if jury else None
+        if panel is not None:
+            final = majority(vote([str(m.value) for m in members if m.value is not None]))
+        chosen_judged = next((j for j, r in ok if r[0] == final), ok[0][0])
+        v = chosen_judged.value
+        assert v is not None
+        overrides = list(dict.fromkeys(o for _, r in ok for o in r[2]))
+        result = CodeVerdict(verdict=final, scores=mean_scores(member_scores), explanations=v.explanations.model_dump(),  # type: ignore[arg-type]
+                             fix_plan=[s.model_dump() for s in v.fix_plan], status="ok", overrides=overrides,
+                             usage=usage, read_as=chosen_judged.read_as, jury=panel,
+                             votes=votes if samples > 1 else None, **base)  # type: ignore[arg-type]
+    if samples > 1 or jury:
+        per = samples
+        result.samples = [
+            CodeSample(sample=k % per, model=asked[k // per][0], verdict=r[0] if r else None,  # type: ignore[arg-type]
+                       scores=r[1] if r else {}, read_as=j.read_as,
+                       error=j.failure.describe() if j.failure is not None else None)
+            for k, (j, r) in enumerate(zip(sampled, readings, strict=True))]
+    if samples > 1:
+        failures = [SampleFailure(sample=k, kind=j.failure.kind, message=j.failure.message)
+                    for k, j in enumerate(sampled) if j.failure is not None]
+        result.sample_stats = {dim: sample_stats([r[1].get(dim) if r else None for r in readings],
+                                                 failures)
+                               for dim in DIMENSIONS if any(r and r[1].get(dim) is not None for r in readings)}
+    return result
+
+
+def mean_scores(readings: Sequence[dict[str, float | None]]) -> dict[str, float | None]:
+    """Each dimension's mean over the readings that scored it (None where none did)."""
+    out: dict[str, float | None] = {}
+    for dim in DIMENSIONS:
+        found = [r[dim] for r in readings if r.get(dim) is not None]
+        out[dim] = round(sum(found) / len(found), 6) if found else None  # type: ignore[arg-type]
+    return out
 
 
 def gate_count(gates: dict[str, list[str]] | None) -> int:
@@ -308,9 +408,13 @@ def diagnostics_text(signals: Signals) -> str:
 async def judge_code(client: ModelClient | None, *, spec: str, root: str | Path | None, files: Sequence[SourceFile] | None,
                      diff: str | None, run_gates_: bool, gates: dict[str, list[str]] | None, model_notes: str | None,
                      candidates: Sequence[Sequence[SourceFile]] | None, allowed_roots: Sequence[Path],
-                     settings: GateSettings, progress: Progress = no_progress) -> CodeVerdict:
+                     settings: GateSettings, progress: Progress = no_progress, samples: int = 1,
+                     jury: Sequence[tuple[str, ModelClient]] | None = None) -> CodeVerdict:
     """Gates on a sandbox copy (never the caller's tree), then the verdict; with candidates, the
-    tournament first and the winner judged. Progress: each candidate, each gate, the model's verdict."""
+    tournament first and the winner judged. Progress: each candidate, each gate, the model's verdict
+    (its samples and the jury's models asked at once)."""
+    if jury:
+        client = jury[0][1]
     reports = None
     winner = None
     gated = gate_count(gates) if run_gates_ else 0
@@ -331,7 +435,7 @@ async def judge_code(client: ModelClient | None, *, spec: str, root: str | Path 
         brief, signals, runs = await gates_for(sandbox, settings, gates, run_gates_, gate_reporter(
             progress, offset, total, then="; asking the model for a verdict" if client is not None else ""))
         verdict = await judge(client, spec=spec, signals=signals, runs=runs, brief=brief, diff=diff,
-                              model_notes=model_notes)
+                              model_notes=model_notes, samples=samples, jury=jury)
     finally:
         discard(sandbox)
     verdict.candidates, verdict.winner_index = reports, winner

@@ -14,6 +14,7 @@ import prompts
 from judges.errors import ConfigError
 from judges.models.protocol import Message, ModelClient, ModelRequest, TextPart, Usage
 from judges.progress import Progress, no_progress
+from judges.reading.expected import expected_score
 from judges.reading.jury import Jury, JuryMember, score_jury
 from judges.reading.parsing import Judged, JudgeModel, run_judge
 from judges.reading.samples import SampleFailure, SampleStats, run_samples, sample_stats
@@ -111,6 +112,11 @@ class Evaluation(VerdictFields, _EvaluationHead):
     samples: SampleStats | None = Field(
         default=None, description="samples > 1: the spread of the samples' 0–100 scores; `score` is their mean, "
                                   "the other fields are the first scoring sample's.")
+    expected_score: float | None = Field(
+        default=None, description="expected_score asked: the probability-weighted 0–100 score, the score token's "
+                                  "top log-probabilities weighing the whole scores on the agent's scale (G-Eval); "
+                                  "null where the backend gave none (only OpenAI-compatible backends do) or the "
+                                  "score is not whole. Mean over samples and models.")
 
 
 class RankedImage(BaseModel):
@@ -184,7 +190,7 @@ Retrieve = Callable[[Agent], Awaitable[list[tuple[str, GuidelineUse]]]]
 async def evaluate(agents: Sequence[Agent], images: Sequence[Any], *, brief: str, prompt: str, context: str,
                    client_for: ClientFor, retrieve: Retrieve, fallback_score: float | None = None,
                    progress: Progress = no_progress, samples: int = 1,
-                   jury_of: JuryOf = lambda agent: None) -> list[Evaluation]:
+                   jury_of: JuryOf = lambda agent: None, logprobs: bool = False) -> list[Evaluation]:
     """Every agent × image, concurrently (the model registry's cap bounds calls in flight).
 
     One judge's failure never cancels the others; it becomes a failed evaluation with its reason.
@@ -230,7 +236,7 @@ async def evaluate(agents: Sequence[Agent], images: Sequence[Any], *, brief: str
             results[slot] = Evaluation.model_validate(data)
             await judged_one(results[slot])  # type: ignore[arg-type]
             return
-        request = evaluation_request(agent, image, texts[agent.id])
+        request = evaluation_request(agent, image, texts[agent.id]).model_copy(update={"logprobs": logprobs})
         scale = agent.score_scale
 
         def asker(model: ModelClient) -> Callable[[int], Awaitable[Judged[ImageVerdict]]]:
@@ -256,6 +262,10 @@ async def evaluate(agents: Sequence[Agent], images: Sequence[Any], *, brief: str
         judged = next((j for j in sampled if j.value is not None), sampled[0])
         data.update(usage=sum((j.usage for j in sampled), Usage()), latency_ms=round(max(j.latency_ms for j in sampled), 1),
                     model=judged.model, scale=scale)
+        if logprobs:
+            weighted = [e for j in sampled if j.value is not None
+                        and (e := expected_score(j.logprobs, j.value.score, scale.min, scale.max)) is not None]
+            data["expected_score"] = scale.to_100(sum(weighted) / len(weighted)) if weighted else None
         if samples > 1 or jury:
             stats = sample_stats(
                 [None if j.value is None else scale.to_100(j.value.score) for j in sampled],

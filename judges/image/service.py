@@ -118,7 +118,7 @@ class ImageJudging:
                              policy: ImagePolicy | None = None, progress: Progress = no_progress,
                              samples: int = 1, jury: Sequence[tuple[str, ModelClient]] | None = None,
                              jury_for: Callable[[list[str]], Sequence[tuple[str, ModelClient]]] | None = None,
-                             ) -> ImageEvaluation:
+                             logprobs: bool = False) -> ImageEvaluation:
         """One iteration of a run. A continued run keeps its panel of judges unless agent_ids is given. `jury`
         (the call's models) judges with every agent; else an agent with its own `models` is judged by them."""
         if not brief.strip():
@@ -155,7 +155,7 @@ class ImageJudging:
         evaluations = await evaluate(agents, parts, brief=brief, prompt=prompt or "", context=context,
                                      client_for=lambda a: clients[a.id], retrieve=retrieve,
                                      fallback_score=self.settings.fallback_score, progress=progress, samples=samples,
-                                     jury_of=lambda a: juries[a.id])
+                                     jury_of=lambda a: juries[a.id], logprobs=logprobs)
         ranking = aggregate_scores(evaluations, {a.id: a.scoring_weight for a in agents}, len(parts))
         it = self.runs.record(run_id, number, prompt or "", ranking, evaluations)
         run = self.runs.get(org, run_id)
