@@ -3,7 +3,9 @@ model server in its own process, whose scores are drawn from N(50, sd) on a 0–
 300 ms latency:
 
 1. the standard deviation the tool reports (pairwise_compare viescore, samples=10) tracks the true sd;
-2. samples=5 costs ≤ 1.2× the wall time of samples=1 (the samples run concurrently).
+2. samples=5 costs ≤ 1.2× the wall time of samples=1 (the samples run concurrently);
+3. the same two for judge_code's verdict (run_gates=false: the model's verdict alone), its tests_edge
+   score drawn from N(0.5, sd) on 0–1.
 
 Usage: python bench/consistency.py [calls per sd] [repeats]
 """
@@ -32,9 +34,9 @@ MEAN = 50.0
 
 
 @contextmanager
-def fake_model(sd: float, delay: float, seed: int) -> Iterator[str]:
-    fake = subprocess.Popen([sys.executable, "-m", "tests.fake_model_server", "--reply", '{"score": {score}}',
-                             "--delay", str(delay), "--noise-mean", str(MEAN), "--noise-sd", str(sd),
+def fake_model(sd: float, delay: float, seed: int, reply: str = '{"score": {score}}', mean: float = MEAN) -> Iterator[str]:
+    fake = subprocess.Popen([sys.executable, "-m", "tests.fake_model_server", "--reply", reply,
+                             "--delay", str(delay), "--noise-mean", str(mean), "--noise-sd", str(sd),
                              "--seed", str(seed)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     assert fake.stdout is not None
     try:
@@ -52,8 +54,16 @@ def image() -> str:
     return base64.b64encode(out.getvalue()).decode()
 
 
-async def session(base_url: str, calls: list[int]) -> list[tuple[float, dict[str, Any]]]:
-    """One server process; each entry of `calls` is one viescore call with that many samples."""
+CODE_VERDICT = json.dumps({"verdict": "revise", "scores": {
+    "compilation": 1, "tests_functional": 1, "tests_edge": 0, "types": 1, "style": 1, "security": 1},
+    "explanations": {"root_cause": "r", "minimal_fix": "m"}, "fix_plan": []}).replace('"tests_edge": 0', '"tests_edge": {score}')
+CODE_ARGS = {"spec": "add two numbers", "run_gates": False,
+             "files": [{"path": "calc.py", "content": "def add(a: int, b: int) -> int:\n    return a + b\n"}]}
+
+
+async def session(base_url: str, calls: list[int], tool: str = "pairwise_compare",
+                  args: dict[str, Any] | None = None) -> list[tuple[float, dict[str, Any]]]:
+    """One server process; each entry of `calls` is one call (viescore by default) with that many samples."""
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -62,15 +72,15 @@ async def session(base_url: str, calls: list[int]) -> list[tuple[float, dict[str
     env.update(PYTHONPATH=str(ROOT), JUDGE_MCP_HOME=str(home), JUDGE_MCP_MODEL="openai:bench", OPENAI_API_KEY="k",
                OPENAI_BASE_URL=base_url, JUDGE_MCP_WARM_EMBEDDINGS="false", JUDGE_MCP_LOG_LEVEL="WARNING")
     params = StdioServerParameters(command=sys.executable, args=["-m", "server"], env=env, cwd=str(home))
-    args = {"instruction": "make the square red", "candidates": [image()], "method": "viescore",
-            "score_scale": {"min": 0, "max": 100}}
+    args = args or {"instruction": "make the square red", "candidates": [image()], "method": "viescore",
+                    "score_scale": {"min": 0, "max": 100}}
     out = []
     with (home / "stderr.log").open("w") as err:
         async with Client(stdio_client(params, errlog=err)) as c:
-            await c.call_tool("pairwise_compare", args)  # SDK imported, connection open
+            await c.call_tool(tool, {**args, "cache": False})  # SDK imported, connection open
             for n in calls:
                 t = time.perf_counter()
-                result = await c.call_tool("pairwise_compare", {**args, "samples": n})
+                result = await c.call_tool(tool, {**args, "samples": n, "cache": False})
                 wall = time.perf_counter() - t
                 assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
                 out.append((wall, result.structured_content or {}))
@@ -95,6 +105,21 @@ def main() -> None:
           f"samples=5 {five * 1000:.0f} ms, ratio {five / one:.3f} (target ≤ 1.2; serial would be 5.0)")
     print(json.dumps({"samples_1_ms": round(one * 1000), "samples_5_ms": round(five * 1000),
                       "ratio": round(five / one, 3)}))
+    print(f"judge_code: true sd | reported tests_edge sd (mean of {per_sd} calls, samples=10) | ratio")
+    for sd in (0.02, 0.05, 0.1):
+        with fake_model(sd, 0.0, seed=int(sd * 100), reply=CODE_VERDICT, mean=0.5) as url:
+            results = anyio.run(session, url, [10] * per_sd, "judge_code", CODE_ARGS)
+        reported = [r["sample_stats"]["tests_edge"]["sd"] for _, r in results]
+        mean_sd = statistics.fmean(reported)
+        print(f"{sd:7.2f} | {mean_sd:6.3f} (min {min(reported):.3f}, max {max(reported):.3f}) | {mean_sd / sd:.3f}")
+    with fake_model(0.05, LATENCY, seed=1, reply=CODE_VERDICT, mean=0.5) as url:
+        timed = anyio.run(session, url, [1, 5] * repeats, "judge_code", CODE_ARGS)
+    one = statistics.median(w for i, (w, _) in enumerate(timed) if i % 2 == 0)
+    five = statistics.median(w for i, (w, _) in enumerate(timed) if i % 2 == 1)
+    print(f"judge_code wall time, {LATENCY * 1000:.0f} ms per reply, median of {repeats}: samples=1 {one * 1000:.0f} ms, "
+          f"samples=5 {five * 1000:.0f} ms, ratio {five / one:.3f} (target ≤ 1.2; serial would be 5.0)")
+    print(json.dumps({"judge_code_samples_1_ms": round(one * 1000), "judge_code_samples_5_ms": round(five * 1000),
+                      "judge_code_ratio": round(five / one, 3)}))
 
 
 if __name__ == "__main__":

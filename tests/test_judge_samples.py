@@ -353,3 +353,31 @@ async def test_evaluate_image_without_expected_score_asks_for_no_logprobs(
                    score_scale={"min": 0, "max": 10})
         result = await call(c, "evaluate_image", brief="a red square", images=[png()])
     assert result["evaluations"][0]["expected_score"] is None and "logprobs" not in fake_server.requests[0].body
+
+
+@pytest.mark.anyio
+@pytest.mark.e2e
+async def test_a_repeated_judge_code_with_samples_is_answered_per_sample_from_the_cache(
+        home: Path, fake_server: FakeModelServer) -> None:
+    fake_server.respond_with(first_asks([code_verdict("accept", 1.0), code_verdict("revise", 0.5),
+                                         code_verdict("accept", 0.0)]))
+    async with judge_mcp(home, fake_server) as c:
+        first = await call(c, "judge_code", spec="add two numbers", files=FILES, run_gates=False, samples=3)
+        again = await call(c, "judge_code", spec="add two numbers", files=FILES, run_gates=False, samples=3)
+    assert len(fake_server.requests) == 3 and (again["usage"]["cache_hits"], again["usage"]["cached"]) == (3, True)
+    assert again["samples"] == first["samples"] and again["sample_stats"] == first["sample_stats"]
+
+
+@pytest.mark.anyio
+@pytest.mark.e2e
+async def test_a_repeated_evaluate_analysis_with_samples_is_answered_per_sample_from_the_cache(
+        home: Path, fake_server: FakeModelServer) -> None:
+    fake_server.respond_with(first_asks([ratings("sufficient", "sufficient", "sufficient"),
+                                         ratings("poor", "poor", "poor")]))
+    async with judge_mcp(home, fake_server) as c:
+        arguments: dict[str, Any] = dict(analysis=ANALYSIS, deterministic_checks=["D-1"],
+                                         llm_judges=["general_quality"], samples=2)
+        first = await call(c, "evaluate_analysis", **arguments)
+        again = await call(c, "evaluate_analysis", **arguments)
+    assert len(fake_server.requests) == 2 and (again["usage"]["cache_hits"], again["usage"]["cached"]) == (2, True)
+    assert again["categories"] == first["categories"]
