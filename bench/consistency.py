@@ -107,7 +107,7 @@ def main() -> None:
                       "ratio": round(five / one, 3)}))
     print(f"judge_code: true sd | reported tests_edge sd (mean of {per_sd} calls, samples=10) | ratio")
     for sd in (0.02, 0.05, 0.1):
-        with fake_model(sd, 0.0, seed=int(sd * 100), reply=CODE_VERDICT, mean=0.5) as url:
+        with fake_model(sd, 0.0, seed=1000 + int(sd * 100), reply=CODE_VERDICT, mean=0.5) as url:
             results = anyio.run(session, url, [10] * per_sd, "judge_code", CODE_ARGS)
         reported = [r["sample_stats"]["tests_edge"]["sd"] for _, r in results]
         mean_sd = statistics.fmean(reported)

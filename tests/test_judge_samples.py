@@ -93,7 +93,9 @@ async def test_code_samples_keep_the_gates_overrides_in_every_sample() -> None:
 async def test_every_code_sample_failing_leaves_the_gates_verdict_and_counts_them() -> None:
     model = ScriptedModel(lambda request: "no.")
     result = await judged(model, samples=2)
-    assert (result.status, result.verdict, result.votes) == ("model_failed", "accept", None)
+    assert result.votes is not None
+    assert (result.status, result.verdict, result.votes.majority, result.votes.failed) == ("model_failed", "accept",
+                                                                                         "Failed", 2)
     assert result.sample_stats == {} and [s.verdict for s in result.samples] == [None, None]
 
 

@@ -101,7 +101,8 @@ class CodeVerdict(BaseModel):
                                   "(by model, then sample); a failed one with its error.")
     votes: Votes | None = Field(
         default=None, description="samples > 1: the samples' verdicts counted and their majority (the verdict); a "
-                                  "split vote is Tie, consistent false, and the verdict is then the strictest tied.")
+                                  "split vote is Tie, consistent false, and the verdict is then the strictest tied; Failed when no "
+                                  "sample gave one (status model_failed: the gates' verdict).")
     sample_stats: dict[str, SampleStats] | None = Field(
         default=None, description="samples > 1: per score dimension, the spread over the samples (the score is "
                                   "their mean); failed samples counted and left out.")
@@ -220,6 +221,7 @@ async def judge(client: ModelClient | None, *, spec: str, signals: Signals, runs
     usage = sum((j.usage for j in sampled), Usage())
     readings = [overruled(j.value, signals, runs) if j.value is not None else None for j in sampled]
     ok = [(j, r) for j, r in zip(sampled, readings, strict=True) if r is not None]
+    votes = vote([r[0] if r is not None else "Failed" for r in readings])
     if not ok:
         failure = sampled[0].failure
         assert failure is not None
@@ -228,7 +230,6 @@ async def judge(client: ModelClient | None, *, spec: str, signals: Signals, runs
                                            "minimal_fix": "; ".join(p["brief"] for p in plan) or "none needed"},
                              error=failure.describe(), raw_response=failure.raw, usage=usage)
     else:
-        votes = vote([r[0] if r is not None else "Failed" for r in readings])
         final = majority(votes)
         members: list[JuryMember] = []
         member_scores: list[dict[str, float | None]] = []
@@ -248,8 +249,9 @@ async def judge(client: ModelClient | None, *, spec: str, signals: Signals, runs
         overrides = list(dict.fromkeys(o for _, r in ok for o in r[2]))
         result = CodeVerdict(verdict=final, scores=mean_scores(member_scores), explanations=v.explanations.model_dump(),  # type: ignore[arg-type]
                              fix_plan=[s.model_dump() for s in v.fix_plan], status="ok", overrides=overrides,
-                             usage=usage, read_as=chosen_judged.read_as, jury=panel,
-                             votes=votes if samples > 1 else None, **base)  # type: ignore[arg-type]
+                             usage=usage, read_as=chosen_judged.read_as, jury=panel, **base)  # type: ignore[arg-type]
+    if samples > 1:
+        result.votes = votes
     if samples > 1 or jury:
         per = samples
         result.samples = [
