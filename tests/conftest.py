@@ -128,6 +128,19 @@ def database_url(engine: str, request: pytest.FixtureRequest) -> str | None:
 
 
 @pytest.fixture
+def on_engine(database_url: str | None, monkeypatch: pytest.MonkeyPatch) -> str | None:
+    """Every server the test makes keeps its state on the engine under test: JUDGE_MCP_DATABASE_URL is set (a
+    fresh PostgreSQL database) or unset (SQLite in the data home), and both in-process Settings and spawned
+    `judge-mcp` processes (tests/mcp_helpers.py `server_env`) read it. Use it as
+    `pytest.mark.usefixtures("on_engine")` on a test or module to run it on both engines."""
+    if database_url is None:
+        monkeypatch.delenv("JUDGE_MCP_DATABASE_URL", raising=False)
+    else:
+        monkeypatch.setenv("JUDGE_MCP_DATABASE_URL", database_url)
+    return database_url
+
+
+@pytest.fixture
 def db(database_url: str | None, tmp_path: Path) -> Iterator[Any]:
     """The state database on each engine, empty."""
     from judges.store.database import open_database

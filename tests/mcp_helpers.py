@@ -16,7 +16,8 @@ def server_env(home: Path, **extra: str) -> dict[str, str]:
     """The environment of a spawned `judge-mcp`: data in `home`, which is also the one allowed root."""
     from tests.conftest import MODEL_CACHE
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_"))
+           or k == "JUDGE_MCP_DATABASE_URL"}  # the engine under test (conftest.py `on_engine`)
     env.update({"JUDGE_MCP_HOME": str(home), "JUDGE_MCP_ALLOWED_ROOTS": str(home),
                 "JUDGE_MCP_MODEL_CACHE": str(MODEL_CACHE), **extra})
     return env

@@ -18,7 +18,7 @@ from tests.fake_model_server import FakeModelServer, Scripted
 from tests.mcp_helpers import JUDGE_MCP, call, error_of, free_port, server_env, wait_for_port
 from tests.test_long_work import image_verdict, png_b64
 
-pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.usefixtures("on_engine")]  # on both engines
 
 # The fake model's usage per reply is 11 input and 7 output tokens; at these prices a reply costs
 # 11 × 2 / 1e6 + 7 × 10 / 1e6 = 0.000092 USD.

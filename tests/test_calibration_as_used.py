@@ -34,6 +34,7 @@ async def wait_job(c: Any, job_id: str) -> dict[str, Any]:
             await anyio.sleep(0.1)
 
 
+@pytest.mark.usefixtures("on_engine")  # the report is stored, and read back
 async def test_a_noisy_scorer_on_the_viescore_ratings_has_the_expected_correlations(
         tmp_path: Path, fake_server: FakeModelServer) -> None:
     from scipy import stats
@@ -77,6 +78,7 @@ def biased_pair_judge(rec: Recorded) -> Scripted:
     return Scripted(text='{"winner": "Response A"}' if first else '{"winner": "Response B"}')
 
 
+@pytest.mark.usefixtures("on_engine")  # the report is stored, and read back
 async def test_a_pairwise_judge_with_position_bias_is_caught(tmp_path: Path, fake_server: FakeModelServer) -> None:
     fake_server.respond_with(biased_pair_judge)
     dataset = "\n".join(json.dumps({"instruction": i, "candidates": [a, b], "human_winners": [w, w]})

@@ -17,7 +17,7 @@ from tests.conftest import make_settings
 from tests.mcp_helpers import call, free_port, wait_for_port
 from tests.test_guideline_tools import BRAND, new_agent
 
-pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.usefixtures("on_engine")]  # on both engines
 
 CHROMA = Path(sys.executable).with_name("chroma")
 

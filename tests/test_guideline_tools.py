@@ -16,7 +16,7 @@ from server.app import create_server
 from tests.conftest import corpus, make_settings
 from tests.mcp_helpers import call, error_of
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("on_engine")]  # on both engines
 
 BRAND = "Our brand blue is HEX#488EFF. Never stretch the logo. Keep clear space around it equal to the logo height."
 

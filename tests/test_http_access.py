@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from judges.store.access import RateLimiter, TokenStore
-from judges.store.database import Database
+from judges.store.database import Database, open_database
 from server.roles import TOOL_ROLES
 from tests.mcp_helpers import JUDGE_MCP, free_port, server_env, wait_for_port
 
@@ -185,6 +185,7 @@ def tokens_cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.usefixtures("on_engine")
 def test_tokens_create_shows_the_secret_once_and_list_never_does(tmp_path: Path) -> None:
     created = tokens_cli(tmp_path, "create", "--org", "acme", "--role", "admin", "--name", "ci")
     listed = tokens_cli(tmp_path, "list")
@@ -193,6 +194,7 @@ def test_tokens_create_shows_the_secret_once_and_list_never_does(tmp_path: Path)
     assert secret not in listed.stdout and re.fullmatch(r"\w{12}  acme  admin  live  created \S+  ci\n", listed.stdout)
 
 
+@pytest.mark.usefixtures("on_engine")
 async def test_a_stored_token_decides_organization_and_role_until_revoked(tmp_path: Path) -> None:
     from mcp.shared.exceptions import MCPError  # noqa: F401  (the SDK's client raises on a 401)
 
@@ -216,6 +218,7 @@ async def test_a_stored_token_decides_organization_and_role_until_revoked(tmp_pa
     assert after.status_code == 401
 
 
+@pytest.mark.usefixtures("on_engine")
 def test_an_http_server_with_only_stored_tokens_refuses_requests_without_one(tmp_path: Path) -> None:
     import httpx2
 
@@ -229,28 +232,27 @@ def test_an_http_server_with_only_stored_tokens_refuses_requests_without_one(tmp
     assert r.status_code == 401
 
 
+@pytest.mark.usefixtures("on_engine")
 def test_tokens_revoke_of_an_unknown_id_says_so(tmp_path: Path) -> None:
     out = tokens_cli(tmp_path, "revoke", "nope")
     assert out.returncode == 1
     assert out.stderr.strip() == "judge-mcp tokens revoke: no live token with id 'nope' (see `judge-mcp tokens list`)"
 
 
-def test_a_stored_token_is_kept_only_as_its_hash(tmp_path: Path) -> None:
-    db = Database(tmp_path / "db.sqlite3")
+def test_a_stored_token_is_kept_only_as_its_hash(db: Database) -> None:
     _, secret = TokenStore(db).create("acme", "member")
-    dump = "\n".join(str(tuple(r)) for r in db.query("SELECT * FROM api_tokens"))
-    db.close()
+    dump = "\n".join(str([r[i] for i in range(len(r))]) for r in db.query("SELECT * FROM api_tokens"))
     assert secret not in dump
 
 
 # --- rate limits -----------------------------------------------------------------------------------------
 
-def test_the_call_after_the_limit_is_refused_with_when_to_retry(tmp_path: Path) -> None:
+def test_the_call_after_the_limit_is_refused_with_when_to_retry(db: Database) -> None:
     from datetime import UTC, datetime
 
     from judges.errors import OverLimitError
 
-    limiter = RateLimiter(Database(tmp_path / "db.sqlite3"), 2)
+    limiter = RateLimiter(db, 2)
     now = datetime(2026, 1, 1, 12, 0, 45, tzinfo=UTC)
     counted = [limiter.take("acme", now), limiter.take("acme", now)]
     with pytest.raises(OverLimitError) as refused:
@@ -260,31 +262,36 @@ def test_the_call_after_the_limit_is_refused_with_when_to_retry(tmp_path: Path) 
                                   "(JUDGE_MCP_RATE_LIMIT_PER_MINUTE); retry in 15 s")
 
 
-def test_each_organization_and_minute_has_its_own_count(tmp_path: Path) -> None:
+def test_each_organization_and_minute_has_its_own_count(db: Database) -> None:
     from datetime import UTC, datetime
 
-    limiter = RateLimiter(Database(tmp_path / "db.sqlite3"), 5)
+    limiter = RateLimiter(db, 5)
     now = datetime(2026, 1, 1, 12, 0, 45, tzinfo=UTC)
     later = datetime(2026, 1, 1, 12, 1, 1, tzinfo=UTC)
     assert [limiter.take("a", now), limiter.take("b", now), limiter.take("a", now), limiter.take("a", later)] == [
         1, 1, 2, 1]
 
 
-def test_two_connections_count_every_call_once(tmp_path: Path) -> None:
+def test_two_connections_count_every_call_once(database_url: str | None, tmp_path: Path) -> None:
     """Two Database objects stand for two replicas sharing one database: no call is lost or counted twice."""
     from datetime import UTC, datetime
 
     now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
-    limiters = [RateLimiter(Database(tmp_path / "db.sqlite3"), 10_000) for _ in range(2)]
+    databases = [open_database(database_url, tmp_path / "db.sqlite3") for _ in range(2)]
+    limiters = [RateLimiter(db, 10_000) for db in databases]
     threads = [threading.Thread(target=lambda lim=lim: [lim.take("acme", now) for _ in range(100)])
                for lim in limiters]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert limiters[0].take("acme", now) == 201
+    counted = limiters[0].take("acme", now)
+    for db in databases:
+        db.close()
+    assert counted == 201
 
 
+@pytest.mark.usefixtures("on_engine")
 async def test_an_organization_over_its_rate_limit_is_refused_over_http(tmp_path: Path) -> None:
     proc, port = start(tmp_path, JUDGE_MCP_TOKENS=TOKENS, JUDGE_MCP_RATE_LIMIT_PER_MINUTE="3")
     base = f"http://127.0.0.1:{port}"

@@ -20,7 +20,7 @@ from tests.conftest import make_settings
 from tests.fake_model_server import FakeModelServer, Recorded, Scripted
 from tests.mcp_helpers import call, error_of
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("on_engine")]  # on both engines
 
 
 def png(width: int = 8, height: int = 8, colour: str = "red") -> bytes:

@@ -1,4 +1,5 @@
-"""Uploads left pending at start: only those whose owner process is gone become failed."""
+"""Uploads left pending at start: only those whose owner is gone become failed (on SQLite the owner process is
+looked up on this host; on PostgreSQL, shared by replicas on other hosts, its lease decides)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from judges.store.agents import AgentStore
 from judges.store.database import Database
 from judges.store.guidelines import INTERRUPTED, Guidelines, IngestSettings, owner_alive, process_token
+from judges.store.leases import cutoff
 from rag.store import GuidelineStore
 from tests.test_store import TinyEmbedder
 
@@ -24,11 +26,11 @@ def live_process() -> Iterator[subprocess.Popen[bytes]]:
     proc.wait()
 
 
-def pending(db: Database, doc: str, agent: str, owner: str | None) -> None:
+def pending(db: Database, doc: str, agent: str, owner: str | None, heartbeat_at: str | None = None) -> None:
     with db.transaction() as conn:
         conn.execute("INSERT INTO documents (id, organization_id, agent_id, filename, file_size, sha256, "
-                     "processing_status, created_at, updated_at, owner) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                     (doc, "default", agent, f"{doc}.txt", 1, doc, "pending", "t", "t", owner))
+                     "processing_status, created_at, updated_at, owner, heartbeat_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                     (doc, "default", agent, f"{doc}.txt", 1, doc, "pending", "t", "t", owner, heartbeat_at))
 
 
 def status(db: Database, doc: str) -> tuple[str, str | None]:
@@ -36,9 +38,9 @@ def status(db: Database, doc: str) -> tuple[str, str | None]:
     return row["processing_status"], row["error"]
 
 
-def test_only_uploads_of_gone_processes_are_marked_interrupted(tmp_path: Path,
+@pytest.mark.parametrize("engine", ["sqlite"])  # one home, one host: process ids; PostgreSQL: leases (below)
+def test_only_uploads_of_gone_processes_are_marked_interrupted(db: Database, tmp_path: Path,
                                                                live_process: subprocess.Popen[bytes]) -> None:
-    db = Database(tmp_path / "judge.sqlite3")
     agents = AgentStore(db)
     Guidelines(db, agents, GuidelineStore(TinyEmbedder(), path=tmp_path / "chroma"), IngestSettings())  # adds owner
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
@@ -52,3 +54,16 @@ def test_only_uploads_of_gone_processes_are_marked_interrupted(tmp_path: Path,
     assert status(db, "gone") == ("failed", INTERRUPTED)
     assert status(db, "old-version") == ("failed", INTERRUPTED)
     assert status(db, "alive") == ("pending", None)
+
+
+@pytest.mark.parametrize("engine", ["postgresql"])  # SQLite decides by process ids: the test above
+def test_on_postgresql_only_uploads_whose_lease_expired_are_marked_interrupted(db: Database, tmp_path: Path) -> None:
+    agents = AgentStore(db)
+    Guidelines(db, agents, GuidelineStore(TinyEmbedder(), path=tmp_path / "chroma"), IngestSettings(lease_s=15))
+    pending(db, "held", "a1", "replica-2", cutoff(0))  # another replica beat just now: its lease holds
+    pending(db, "expired", "a1", "replica-3", cutoff(60))
+    pending(db, "never-beat", "a1", "replica-4")
+    Guidelines(db, agents, GuidelineStore(TinyEmbedder(), path=tmp_path / "chroma"), IngestSettings(lease_s=15))
+    assert status(db, "held") == ("pending", None)
+    assert status(db, "expired") == ("failed", INTERRUPTED)
+    assert status(db, "never-beat") == ("failed", INTERRUPTED)

@@ -202,6 +202,7 @@ async def test_propose_patch_reports_each_gate_and_fixer_call(tmp_path: Path, fa
 
 # --- background jobs -------------------------------------------------------------------------------------
 
+@pytest.mark.usefixtures("on_engine")
 async def test_a_background_call_returns_a_job_that_completes_with_the_tools_result(
         tmp_path: Path, fake: FakeModelServer) -> None:
     async with judge_mcp(tmp_path / "home", "s", **model_env(fake)) as s:
@@ -219,6 +220,7 @@ async def test_a_background_call_returns_a_job_that_completes_with_the_tools_res
     assert "tool=evaluate_image org=default" in s.stderr() and f"job={job['job_id']}" in s.stderr()
 
 
+@pytest.mark.usefixtures("on_engine")
 async def test_a_failed_job_keeps_the_foreground_error_text_and_logs_its_outcome_with_the_job_id(
         tmp_path: Path) -> None:
     async with judge_mcp(tmp_path / "home", "s", JUDGE_MCP_MODEL="openai:gpt-fake", OPENAI_API_KEY="sk-test") as s:
@@ -248,6 +250,7 @@ async def test_every_long_tool_publishes_an_output_schema_that_admits_a_job(tmp_
     assert {"get_job", "cancel_job", "list_jobs", "list_runs", "get_run"} <= set(tools)
 
 
+@pytest.mark.usefixtures("on_engine")
 async def test_cancel_job_stops_a_working_job(tmp_path: Path, fake_server: FakeModelServer) -> None:
     fake_server.respond_with(lambda rec: Scripted(text=image_verdict(50), delay_s=30))
     async with judge_mcp(tmp_path / "home", "s", **model_env(fake_server)) as s:
@@ -279,6 +282,7 @@ async def test_a_restart_marks_the_killed_servers_working_jobs_interrupted(tmp_p
     assert working["jobs"] == []
 
 
+@pytest.mark.usefixtures("on_engine")
 async def test_a_server_that_stops_marks_its_working_jobs_interrupted(tmp_path: Path,
                                                                    fake_server: FakeModelServer) -> None:
     fake_server.respond_with(lambda rec: Scripted(text=image_verdict(50), delay_s=60))
@@ -293,6 +297,7 @@ async def test_a_server_that_stops_marks_its_working_jobs_interrupted(tmp_path: 
     assert after["status"] == "interrupted" and after["error"] == "the server stopped before the job finished; call the tool again"
 
 
+@pytest.mark.usefixtures("on_engine")
 async def test_an_unknown_job_id_is_not_found(tmp_path: Path) -> None:
     async with judge_mcp(tmp_path / "home", "s") as s:
         message = await error_of(s.client, "get_job", job_id="nope")
@@ -301,6 +306,7 @@ async def test_an_unknown_job_id_is_not_found(tmp_path: Path) -> None:
 
 # --- resources and history -------------------------------------------------------------------------------
 
+@pytest.mark.usefixtures("on_engine")
 async def test_a_run_is_readable_as_resources_and_linked_from_the_result(tmp_path: Path, fake: FakeModelServer) -> None:
     async with judge_mcp(tmp_path / "home", "s", **model_env(fake)) as s:
         (agent,) = await agents(s.client, "A")
@@ -324,6 +330,7 @@ async def test_a_run_is_readable_as_resources_and_linked_from_the_result(tmp_pat
     assert "iteration" in prompt.contents[0].text
 
 
+@pytest.mark.usefixtures("on_engine")
 async def test_a_listener_hears_that_a_run_it_subscribed_to_has_a_new_iteration(tmp_path: Path,
                                                                                 fake: FakeModelServer) -> None:
     async with judge_mcp(tmp_path / "home", "s", **model_env(fake)) as s:
@@ -337,6 +344,7 @@ async def test_a_listener_hears_that_a_run_it_subscribed_to_has_a_new_iteration(
     assert event.uri == uri
 
 
+@pytest.mark.usefixtures("on_engine")
 async def test_continuing_a_run_keeps_its_panel_unless_agent_ids_change_it(tmp_path: Path, fake: FakeModelServer) -> None:
     async with judge_mcp(tmp_path / "home", "s", **model_env(fake)) as s:
         a, b = await agents(s.client, "A", "B")
@@ -407,6 +415,7 @@ def http_server(tmp_path: Path, fake: FakeModelServer) -> Any:
         proc.wait(timeout=10)
 
 
+@pytest.mark.usefixtures("on_engine")
 async def test_another_organizations_jobs_runs_and_resources_are_not_found(http_server: str) -> None:
     from mcp.shared.exceptions import MCPError
 
@@ -437,6 +446,7 @@ async def test_another_organizations_jobs_runs_and_resources_are_not_found(http_
         f"no agent with id '{agent}' in this organization", f"no job '{job['job_id']}' in this organization"]
 
 
+@pytest.mark.usefixtures("on_engine")
 async def test_created_agents_and_documents_are_linked_and_readable_as_resources(tmp_path: Path) -> None:
     async with judge_mcp(tmp_path / "home", "s") as s:
         created = await s.client.call_tool("create_agent", {"name": "Brand", "system_prompt": "You are the judge."})

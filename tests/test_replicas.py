@@ -6,88 +6,39 @@ sessions per process), so "a call on replica 2" is a call through replica 2's se
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
 from tests.fake_model_server import FakeModelServer, Scripted
-from tests.mcp_helpers import JUDGE_MCP, call, free_port, server_env, wait_for_port
+from tests.mcp_helpers import call
+from tests.replicas import Topology, chroma_command, start_topology
 from tests.test_long_work import image_verdict, png_b64, replies
 from tests.test_transports import client_with_token
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-CHROMA = Path(sys.executable).with_name("chroma")
 LEASE_S = 6.0
 TOKEN = "tok-r"
-
-
-@dataclass
-class Replica:
-    url: str
-    proc: subprocess.Popen[bytes]
-
-
-@dataclass
-class Topology:
-    database_url: str
-    chroma_url: str
-    root: Path
-    replicas: list[Replica]
-
-    def env(self, home: Path, fake: FakeModelServer) -> dict[str, str]:
-        return server_env(home, JUDGE_MCP_DATABASE_URL=self.database_url, JUDGE_MCP_CHROMA_URL=self.chroma_url,
-                          JUDGE_MCP_TOKENS=f"{TOKEN}=org-r", JUDGE_MCP_LEASE_S=str(LEASE_S),
-                          JUDGE_MCP_MODEL="openai:gpt-fake", OPENAI_API_KEY="sk-test",
-                          OPENAI_BASE_URL=fake.openai_url, JUDGE_MCP_WARM_EMBEDDINGS="false")
-
-    def start(self, name: str, fake: FakeModelServer) -> Replica:
-        home = self.root / name
-        home.mkdir(parents=True, exist_ok=True)
-        port = free_port()
-        with (home / "stderr.log").open("ab") as err:
-            proc = subprocess.Popen([JUDGE_MCP, "--transport", "http", "--port", str(port)],
-                                    env=self.env(home, fake), stdout=subprocess.DEVNULL, stderr=err)
-        assert wait_for_port(port, 60), f"replica {name} did not start within 60 s"
-        return Replica(f"http://127.0.0.1:{port}/mcp", proc)
 
 
 @pytest.fixture(scope="module")
 def topology(postgres: Any, fake_server_session: FakeModelServer,
              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topology]:
-    if not CHROMA.exists() and not shutil.which("chroma"):
+    if chroma_command() is None:
         pytest.skip("the chroma command is not installed")
-    root = tmp_path_factory.mktemp("replicas")
-    port = free_port()
-    chroma = subprocess.Popen([str(CHROMA), "run", "--path", str(root / "chroma-server"), "--host", "127.0.0.1",
-                               "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    if not wait_for_port(port, 60):
-        chroma.kill()
-        pytest.fail("chroma run did not start within 60 s")
-    top = Topology(postgres.create_database(), f"http://127.0.0.1:{port}", root, [])
+    env = {"JUDGE_MCP_TOKENS": f"{TOKEN}=org-r", "JUDGE_MCP_LEASE_S": str(LEASE_S),
+           "JUDGE_MCP_MODEL": "openai:gpt-fake", "OPENAI_API_KEY": "sk-test",
+           "OPENAI_BASE_URL": fake_server_session.openai_url, "JUDGE_MCP_WARM_EMBEDDINGS": "false"}
+    top = start_topology(postgres.create_database(), tmp_path_factory.mktemp("replicas"), env, replicas=3)
     try:
-        for i in range(3):
-            top.replicas.append(top.start(f"replica-{i + 1}", fake_server_session))
         yield top
     finally:
-        for r in top.replicas:
-            r.proc.terminate()
-        for r in top.replicas:
-            try:
-                r.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                r.proc.kill()
-        chroma.terminate()
-        chroma.wait(timeout=20)
+        top.stop()
 
 
 @pytest.fixture
@@ -155,7 +106,7 @@ async def test_a_job_started_on_one_replica_is_read_on_another_and_cancelled_fro
 
 async def test_an_upload_on_a_killed_replica_becomes_interrupted_after_the_lease_and_a_retry_succeeds(
         topology: Topology, fake: FakeModelServer) -> None:
-    doomed = topology.start("doomed", fake)
+    doomed = topology.start("doomed")
     text = " ".join(f"Rule {i}: the logo keeps clear space number {i}." for i in range(4_000))
     try:
         async with sessions([doomed.url, topology.replicas[0].url]) as (lost, one):

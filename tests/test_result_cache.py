@@ -1,12 +1,14 @@
-"""The result cache's table (judges/store/results.py): keys, organizations, the size cap and the time to live."""
+"""The result cache's table (judges/store/results.py): keys, organizations, the size cap and the time to live
+(the table's tests on both engines: the `db` fixture)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
 from judges.models.protocol import ImagePart, Message, ModelReply, ModelRequest
-from judges.store.database import Database
+from judges.store.database import Database, open_database
 from judges.store.results import ResultCache, cache_key
 
 
@@ -27,23 +29,49 @@ def test_the_same_request_gives_the_same_key() -> None:
     assert cache_key("openai:m", request(image=b"x")) == cache_key("openai:m", request(image=b"x"))
 
 
-def test_another_organization_does_not_read_the_entry(tmp_path: Path) -> None:
-    cache = ResultCache(Database(tmp_path / "db.sqlite3"), ttl_s=60, max_entries=10)
+def test_another_organization_does_not_read_the_entry(db: Database) -> None:
+    cache = ResultCache(db, ttl_s=60, max_entries=10)
     cache.put("org-a", "k", "openai:m", ModelReply(text="7"))
     assert (cache.get("org-a", "k").text, cache.get("org-b", "k")) == ("7", None)  # type: ignore[union-attr]
 
 
-def test_past_the_cap_the_oldest_entries_go(tmp_path: Path) -> None:
-    cache = ResultCache(Database(tmp_path / "db.sqlite3"), ttl_s=60, max_entries=2)
+def test_past_the_cap_the_oldest_entries_go(db: Database) -> None:
+    cache = ResultCache(db, ttl_s=60, max_entries=2)
     for key in ("k1", "k2", "k3"):
         cache.put("org", key, "openai:m", ModelReply(text=key))
         time.sleep(0.002)  # distinct created_at (milliseconds)
     assert [cache.get("org", k) is not None for k in ("k1", "k2", "k3")] == [False, True, True]
 
 
-def test_an_entry_older_than_the_ttl_is_not_reused(tmp_path: Path) -> None:
-    db = Database(tmp_path / "db.sqlite3")
+def test_an_entry_older_than_the_ttl_is_not_reused(db: Database) -> None:
     ResultCache(db, ttl_s=60, max_entries=10).put("org", "k", "openai:m", ModelReply(text="7"))
     with db.transaction() as conn:
         conn.execute("UPDATE result_cache SET created_at='2000-01-01T00:00:00.000Z'")
     assert ResultCache(db, ttl_s=60, max_entries=10).get("org", "k") is None
+
+
+def test_two_puts_of_one_key_at_once_keep_one_entry_without_an_error(db: Database, database_url: str | None,
+                                                                      tmp_path: Path) -> None:
+    """Two replicas (two connections to one database) store the same reply at once: the second put waits for
+    the first's transaction, then replaces its entry."""
+    other = open_database(database_url, tmp_path / "judge.sqlite3")
+    errors: list[BaseException] = []
+
+    def racing_put() -> None:
+        try:
+            ResultCache(other, ttl_s=60, max_entries=10).put("org", "k", "openai:m", ModelReply(text="second"))
+        except BaseException as exc:
+            errors.append(exc)
+
+    racer = threading.Thread(target=racing_put)
+    with db.transaction() as conn:  # the first put, inside its transaction
+        conn.execute("INSERT INTO result_cache (organization_id, cache_key, model, reply, created_at) "
+                     "VALUES (?,?,?,?,?)", ("org", "k", "openai:m", ModelReply(text="first").model_dump_json(),
+                                            "2099-01-01T00:00:00.000Z"))
+        racer.start()
+        racer.join(timeout=1.0)  # the second put meets the first's uncommitted row (and waits for it)
+    racer.join()
+    other.close()
+    rows = db.query("SELECT reply FROM result_cache WHERE organization_id=? AND cache_key=?", ("org", "k"))
+    assert errors == []
+    assert [ModelReply.model_validate_json(r["reply"]).text for r in rows] == ["second"]

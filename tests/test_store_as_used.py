@@ -97,6 +97,7 @@ async def wait_for(c: Any, agent: str, test: Any, timeout_s: float = 60.0) -> di
             await anyio.sleep(0.05)
 
 
+@pytest.mark.usefixtures("on_engine")
 async def test_guidelines_survive_a_restart(tmp_path: Path) -> None:
     home = tmp_path / "home"
     query = "What are the HEX codes of the brand color palette?"
@@ -181,6 +182,7 @@ async def test_ten_fresh_starts_are_clean_and_embed_alike(tmp_path: Path, fake_s
         assert np.max(np.abs(np.asarray(vector) - np.asarray(reference))) <= 1e-4
 
 
+@pytest.mark.usefixtures("on_engine")
 async def test_two_processes_on_one_home_see_each_others_uploads(tmp_path: Path) -> None:
     home = tmp_path / "home"
     async with judge_mcp(home, "desktop") as a, judge_mcp(home, "ide") as b:
@@ -228,6 +230,7 @@ async def test_an_upload_killed_midway_is_failed_after_restart_without_chunks(tm
     ("document", "cancelled: the document was deleted while it was being processed"),
     ("agent", "cancelled: the agent was deleted while the document was being processed"),
 ])
+@pytest.mark.usefixtures("on_engine")
 async def test_deleting_the_document_or_its_agent_during_the_upload_leaves_no_chunks(
         tmp_path: Path, deleted: str, says: str) -> None:
     home = tmp_path / "home"

@@ -62,9 +62,12 @@ class ResultCache:
         """Store a reply that was read; drop the organization's expired entries and the oldest beyond the cap."""
         now = _iso(datetime.now(UTC))
         with self.db.transaction() as conn:
-            conn.execute("DELETE FROM result_cache WHERE organization_id=? AND cache_key=?", (org, key))
+            # One upsert, not DELETE then INSERT: on PostgreSQL a put racing another of the same key (two replicas,
+            # or two calls of one) would not see its uncommitted row, and its INSERT would violate the key.
             conn.execute("INSERT INTO result_cache (organization_id, cache_key, model, reply, created_at) "
-                         "VALUES (?,?,?,?,?)", (org, key, model, reply.model_dump_json(), now))
+                         "VALUES (?,?,?,?,?) ON CONFLICT (organization_id, cache_key) DO UPDATE SET "
+                         "model=excluded.model, reply=excluded.reply, created_at=excluded.created_at",
+                         (org, key, model, reply.model_dump_json(), now))
             conn.execute("DELETE FROM result_cache WHERE organization_id=? AND created_at<?", (org, self._cutoff()))
             over = conn.execute("SELECT created_at FROM result_cache WHERE organization_id=? "
                                 "ORDER BY created_at DESC LIMIT 1 OFFSET ?", (org, self.max_entries)).fetchall()
