@@ -156,6 +156,8 @@ MIGRATIONS: list[tuple[int, str]] = [
     (5, "ALTER TABLE jobs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0"),  # cancel from any replica
     (6, "ALTER TABLE agents ADD COLUMN models TEXT"),  # a jury of models (JSON list), when the agent has one
     (7, "ALTER TABLE iterations ADD COLUMN usage TEXT"),  # the iteration's tokens and cost (Usage, JSON)
+    (8, "ALTER TABLE usage_daily ADD COLUMN cache_hits INTEGER NOT NULL DEFAULT 0"),  # replies from the cache
+    (9, "ALTER TABLE usage_daily ADD COLUMN saved_usd REAL NOT NULL DEFAULT 0"),  # what those would have cost
 ]
 
 # Counters bumped by every write to the guideline store, so replicas sharing a Chroma server know when
