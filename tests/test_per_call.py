@@ -3,6 +3,9 @@ PostgreSQL) and the day's cache-hit counters, which several replicas add to at o
 
 from __future__ import annotations
 
+import io
+import logging
+import queue
 import threading
 from pathlib import Path
 from typing import Any
@@ -45,3 +48,37 @@ def test_a_cache_hit_of_an_unpriced_model_counts_and_saves_nothing_known(tmp_pat
     ledger.record_hit("acme", "openai-compatible:llama", None)
     days = ledger.report("acme", 1).days
     assert [(d.cache_hits, d.saved_usd, d.cost_usd) for d in days] == [(1, 0.0, 0.0)]
+
+
+def _queued_logger(name: str) -> tuple[logging.Logger, Any, io.StringIO]:
+    from server.cli import _Queued
+
+    out = io.StringIO()
+    stream = logging.StreamHandler(out)
+    stream.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    queued = _Queued(queue.SimpleQueue(), stream)
+    logger = logging.getLogger(name)
+    logger.handlers, logger.propagate = [queued], False
+    logger.setLevel(logging.INFO)
+    return logger, queued, out
+
+
+def test_the_log_lines_of_a_burst_of_calls_are_written_whole_and_in_order() -> None:
+    logger, queued, out = _queued_logger("tests.per_call.burst")
+    for i in range(500):
+        logger.info("tool=get_agent call=%d", i)
+    queued.flush()
+    queued.listener.stop()
+    assert out.getvalue().splitlines() == [f"INFO tool=get_agent call={i}" for i in range(500)]
+
+
+def test_a_logged_traceback_is_written_by_the_writer_thread() -> None:
+    logger, queued, out = _queued_logger("tests.per_call.traceback")
+    try:
+        raise ValueError("the cause")
+    except ValueError:
+        logger.exception("incident %s", "abc123")
+    queued.flush()
+    queued.listener.stop()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "ERROR incident abc123" and lines[-1] == "ValueError: the cause"
