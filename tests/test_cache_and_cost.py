@@ -131,7 +131,7 @@ async def test_the_cost_is_in_the_result_and_the_call_log_at_the_configured_pric
         await with_agent(s.client)
         result = await evaluate(s.client)
         await evaluate(s.client)
-        log = s.stderr()
+    log = s.stderr()  # once the server has ended: every queued log line is written
     assert result["usage"]["cost_usd"] == 0.000092 and result["evaluations"][0]["usage"]["cost_usd"] == 0.000092
     assert "tool=evaluate_image org=default" in log
     assert "requests=1 tokens=11/7 cost_usd=0.000092 cached=false" in log
@@ -153,7 +153,7 @@ async def test_an_unknown_models_cost_is_null(tmp_path: Path, fake: FakeModelSer
     async with judge_mcp(tmp_path / "home", fake) as s:
         await with_agent(s.client)
         result = await evaluate(s.client)
-        log = s.stderr()
+    log = s.stderr()
     assert result["usage"]["cost_usd"] is None and result["usage"]["input_tokens"] == 11
     assert "requests=1 tokens=11/7 cost_usd=null cached=false" in log
 
