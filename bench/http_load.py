@@ -3,7 +3,11 @@
 judge-mcp (`python -m server --transport http`, bearer token, log at INFO as deployed) answers get_agent; the bare
 server (an MCPServer with one `ping` tool, same SDK, same transport mode) answers ping. Each session is a real
 MCP client (streamable HTTP) calling in a loop for `--seconds`; the two servers are measured in the same run on
-the same machine. Prints calls/s and p50/p99 for both sides and their ratios (judge-mcp / bare).
+the same machine. Prints calls/s and p50/p99 for both sides and their ratios (judge-mcp / bare), and the CPU
+time per call of each server process (from /proc: what one replica can serve per core, whatever else runs on
+the machine) and of this load-generating process (its MCP client also checks each result against the tool's
+output schema, which costs more for get_agent's agent than for ping's "pong"; on a 2-core machine that CPU is
+taken from the servers).
 Usage: python bench/http_load.py [--sessions 10 50] [--seconds 10] [--tree DIR (the judge-mcp checkout to run)]
 """
 
@@ -54,14 +58,23 @@ def wait_for(port: int, timeout_s: float = 60) -> None:
     raise SystemExit(f"nothing listens on {port} after {timeout_s} s")
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) the process has used so far; 0 where /proc is missing."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pct(values: list[float], p: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
 async def load(url: str, token: str | None, tool: str, args: dict[str, Any], sessions: int,
-               seconds: float) -> tuple[float, float, float, int]:
-    """calls/s, p50 ms, p99 ms, errors."""
+               seconds: float, server_pid: int | None = None) -> tuple[float, float, float, int, float, float]:
+    """calls/s, p50 ms, p99 ms, errors, the server's and this process's CPU ms per call."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -94,10 +107,14 @@ async def load(url: str, token: str | None, tool: str, args: dict[str, Any], ses
         with anyio.fail_after(120):
             await all_ready.wait()  # every session connected and warm
         begin = time.perf_counter()
+        server_cpu, own_cpu = cpu_s(server_pid) if server_pid else 0.0, time.process_time()
         stop_at = begin + seconds
         started.set()
     elapsed = time.perf_counter() - begin
-    return len(times) / elapsed, pct(times, 50), pct(times, 99), errors
+    calls = max(1, len(times))
+    server_ms = (cpu_s(server_pid) - server_cpu) * 1000 / calls if server_pid else 0.0
+    return (len(times) / elapsed, pct(times, 50), pct(times, 99), errors, server_ms,
+            (time.process_time() - own_cpu) * 1000 / calls)
 
 
 def main() -> None:
@@ -122,14 +139,14 @@ def main() -> None:
     try:
         wait_for(jport)
         wait_for(bport)
-        anyio.run(measure, jport, bport, a.sessions, a.seconds)
+        anyio.run(measure, jport, bport, a.sessions, a.seconds, judge.pid, bare.pid)
     finally:
         for proc in (judge, bare):
             proc.terminate()
             proc.wait(timeout=10)
 
 
-async def measure(jport: int, bport: int, sessions: list[int], seconds: float) -> None:
+async def measure(jport: int, bport: int, sessions: list[int], seconds: float, jpid: int, bpid: int) -> None:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -137,14 +154,17 @@ async def measure(jport: int, bport: int, sessions: list[int], seconds: float) -
     http = httpx2.AsyncClient(headers={"Authorization": "Bearer bench-token"}, timeout=60)
     async with Client(streamable_http_client(f"http://127.0.0.1:{jport}/mcp", http_client=http)) as c:
         agent_id = (await c.call_tool("create_agent", {"name": "bench", "system_prompt": "p"})).structured_content["id"]
-    print(f"{'sessions':>8} {'side':>10} {'calls/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6}")
+    print(f"{'sessions':>8} {'side':>10} {'calls/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} "
+          f"{'server CPU ms/call':>18} {'client CPU ms/call':>18}")
     for n in sessions:
         j = await load(f"http://127.0.0.1:{jport}/mcp", "bench-token", "get_agent", {"agent_id": agent_id},
-                       n, seconds)
-        b = await load(f"http://127.0.0.1:{bport}/mcp", None, "ping", {}, n, seconds)
+                       n, seconds, jpid)
+        b = await load(f"http://127.0.0.1:{bport}/mcp", None, "ping", {}, n, seconds, bpid)
         for side, r in (("judge-mcp", j), ("bare", b)):
-            print(f"{n:>8} {side:>10} {r[0]:>8.1f} {r[1]:>8.1f} {r[2]:>8.1f} {r[3]:>6}")
-        print(f"{n:>8} {'ratio':>10} {j[0] / b[0]:>7.2f}x {j[1] / b[1]:>7.2f}x {j[2] / b[2]:>7.2f}x", flush=True)
+            print(f"{n:>8} {side:>10} {r[0]:>8.1f} {r[1]:>8.1f} {r[2]:>8.1f} {r[3]:>6} {r[4]:>18.2f} {r[5]:>18.2f}")
+        # The server CPU ratio is bare / judge-mcp: the calls/s one replica serves per core, relative to bare.
+        print(f"{n:>8} {'ratio':>10} {j[0] / b[0]:>7.2f}x {j[1] / b[1]:>7.2f}x {j[2] / b[2]:>7.2f}x {'':>6} "
+              f"{b[4] / j[4] if j[4] else 0:>17.2f}x {j[5] / b[5] if b[5] else 0:>17.2f}x", flush=True)
 
 
 if __name__ == "__main__":

@@ -56,6 +56,7 @@ class Warmup:
     def _run(self, delay_s: float) -> None:
         if delay_s:
             time.sleep(delay_s)
+        begun = time.perf_counter()
         try:
             for name, step in self._steps:
                 started = time.perf_counter()
@@ -69,6 +70,7 @@ class Warmup:
                     log.debug("warm-up step %r took %.2f s", name, time.perf_counter() - started)
         finally:
             self._done.set()
+            log.info("warm-up done in %.1f s", time.perf_counter() - begun)
 
     def start(self, delay_s: float = 0.0) -> threading.Thread | None:
         """Start the one warm-up thread (once); None when it already ran or runs."""

@@ -131,7 +131,7 @@ async def test_the_cost_is_in_the_result_and_the_call_log_at_the_configured_pric
         await with_agent(s.client)
         result = await evaluate(s.client)
         await evaluate(s.client)
-        log = s.stderr()
+    log = s.stderr()  # once the server has ended: every queued log line is written
     assert result["usage"]["cost_usd"] == 0.000092 and result["evaluations"][0]["usage"]["cost_usd"] == 0.000092
     assert "tool=evaluate_image org=default" in log
     assert "requests=1 tokens=11/7 cost_usd=0.000092 cached=false" in log
@@ -153,7 +153,7 @@ async def test_an_unknown_models_cost_is_null(tmp_path: Path, fake: FakeModelSer
     async with judge_mcp(tmp_path / "home", fake) as s:
         await with_agent(s.client)
         result = await evaluate(s.client)
-        log = s.stderr()
+    log = s.stderr()
     assert result["usage"]["cost_usd"] is None and result["usage"]["input_tokens"] == 11
     assert "requests=1 tokens=11/7 cost_usd=null cached=false" in log
 
@@ -166,9 +166,23 @@ async def test_get_usage_reports_the_days_requests_tokens_and_cost(tmp_path: Pat
         usage = await call(s.client, "get_usage", days=1)
     today = datetime.now(UTC).date().isoformat()
     assert usage["days"] == [{"day": today, "model": "openai:gpt-fake", "requests": 2, "input_tokens": 22,
-                              "output_tokens": 14, "cost_usd": 0.000184, "unpriced_requests": 0}]
+                              "output_tokens": 14, "cost_usd": 0.000184, "unpriced_requests": 0, "cache_hits": 0,
+                              "saved_usd": 0.0}]
     assert (usage["today_cost_usd"], usage["daily_budget_usd"], usage["remaining_today_usd"]) == (
         0.000184, 1.0, 0.999816)
+
+
+async def test_get_usage_counts_the_cached_replies_and_what_they_saved(tmp_path: Path, fake: FakeModelServer) -> None:
+    async with judge_mcp(tmp_path / "home", fake, JUDGE_MCP_PRICES=PRICES) as s:
+        await with_agent(s.client)
+        await evaluate(s.client)
+        await evaluate(s.client)
+        await evaluate(s.client)
+        usage = await call(s.client, "get_usage", days=1)
+    assert len(fake.requests) == 1
+    assert [(d["requests"], d["cost_usd"], d["cache_hits"], d["saved_usd"]) for d in usage["days"]] == [
+        (1, 0.000092, 2, 0.000184)]
+    assert usage["today_cost_usd"] == 0.000092
 
 
 async def test_a_call_past_the_daily_budget_is_refused_saying_the_budget_and_the_spend(

@@ -21,10 +21,12 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS agents (
@@ -156,6 +158,8 @@ MIGRATIONS: list[tuple[int, str]] = [
     (5, "ALTER TABLE jobs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0"),  # cancel from any replica
     (6, "ALTER TABLE agents ADD COLUMN models TEXT"),  # a jury of models (JSON list), when the agent has one
     (7, "ALTER TABLE iterations ADD COLUMN usage TEXT"),  # the iteration's tokens and cost (Usage, JSON)
+    (8, "ALTER TABLE usage_daily ADD COLUMN cache_hits INTEGER NOT NULL DEFAULT 0"),  # replies from the cache
+    (9, "ALTER TABLE usage_daily ADD COLUMN saved_usd REAL NOT NULL DEFAULT 0"),  # what those would have cost
 ]
 
 # Counters bumped by every write to the guideline store, so replicas sharing a Chroma server know when
@@ -241,6 +245,13 @@ class Database:
         with self._lock:
             self._conn.close()
 
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` (store work on this database) from async code. SQLite's local reads and writes run here on
+        the caller's thread: a hand-off to a worker thread costs more than they do. PostgreSQL's wait on the
+        network, so they run in a worker thread (at most the pool's size at once) and the event loop serves
+        other calls meanwhile."""
+        return fn(*args)
+
 
 def _now() -> str:
     from datetime import UTC, datetime
@@ -295,6 +306,8 @@ class PostgresDatabase(Database):
         import psycopg_pool
 
         self.url = url
+        self._pool_size = pool_size
+        self._limiter: Any = None  # anyio.CapacityLimiter, made in the event loop that first needs it
         self._pool = psycopg_pool.ConnectionPool(url, min_size=1, max_size=pool_size, open=True, timeout=30,
                                                  kwargs={"row_factory": _row_factory, "autocommit": True})
         self._pool.wait(timeout=30)
@@ -349,6 +362,13 @@ class PostgresDatabase(Database):
 
     def close(self) -> None:
         self._pool.close()
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        import anyio.to_thread
+
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(self._pool_size)
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
 
 
 def open_database(url: str | None, path: Path) -> Database:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from judges.errors import BackendError
 from judges.models.prices import Price, cost_of
 from judges.models.protocol import ModelClient, ModelReply, ModelRequest, Usage
+from judges.store.database import Database
 from judges.store.results import ResultCache, cache_key
 from judges.store.usage import UsageLedger
 
@@ -21,6 +22,10 @@ class Metering:
     cache: ResultCache
     ledger: UsageLedger
     prices: Mapping[str, Price] = field(default_factory=dict)
+
+    @property
+    def db(self) -> Database:
+        return self.ledger.db
 
     def client(self, inner: ModelClient, org: str, model_id: str | None, *, use_cache: bool = True) -> MeteredClient:
         """`inner` for one call of `org`, after checking the organization's daily budget.
@@ -47,6 +52,7 @@ class MeteredClient:
                           and not model_id.startswith("demo"))
         self.scope = f"{model_id}@{base}"  # the same model behind another endpoint is another model
         self._keys: dict[int, str] = {}
+        self._ledger_model = (model_id or "sampling").rstrip(":")  # the demo model's string is `demo:`
 
     def _cost(self, usage: Usage) -> float | None:
         if self.model_id is None:
@@ -59,18 +65,23 @@ class MeteredClient:
         key = cache_key(self.scope, request) if self.cacheable else None
         if key is not None:
             started = time.monotonic()
-            hit = self.metering.cache.get(self.org, key)
+            hit = await self.metering.db.run(self.metering.cache.get, self.org, key)
             if hit is not None:
-                return hit.model_copy(update={"cached": True, "requests": 0, "usage": Usage(cache_hits=1),
-                                              "latency_ms": (time.monotonic() - started) * 1000.0})
-        ledger_model = (self.model_id or "sampling").rstrip(":")  # the demo model's string is `demo:`
+                answered = hit.model_copy(update={"cached": True, "requests": 0, "usage": Usage(cache_hits=1),
+                                                  "latency_ms": (time.monotonic() - started) * 1000.0})
+                # The day's usage counts the hit and what asking would have cost (its tokens at today's prices).
+                await self.metering.db.run(self.metering.ledger.record_hit, self.org, self._ledger_model,
+                                           self._cost(hit.usage))
+                return answered
         try:
             reply = await self.inner.complete(request)
         except BackendError as err:
-            self.metering.ledger.record(self.org, ledger_model, Usage(cost_usd=0.0), getattr(err, "requests", 1))
+            await self.metering.db.run(self.metering.ledger.record, self.org, self._ledger_model,
+                                       Usage(cost_usd=0.0), getattr(err, "requests", 1))
             raise
         reply.usage = reply.usage.model_copy(update={"cost_usd": self._cost(reply.usage)})
-        self.metering.ledger.record(self.org, ledger_model, reply.usage, reply.requests)
+        await self.metering.db.run(self.metering.ledger.record, self.org, self._ledger_model, reply.usage,
+                                   reply.requests)
         if key is not None:
             self._keys[id(reply)] = key
         return reply

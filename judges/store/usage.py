@@ -33,6 +33,9 @@ class DayUsage(BaseModel):
     output_tokens: int
     cost_usd: float = Field(description="USD of the priced requests.")
     unpriced_requests: int = Field(description="Requests to a model with no known price (not in cost_usd).")
+    cache_hits: int = Field(default=0, description="Replies answered from the result cache: no model request, no cost.")
+    saved_usd: float = Field(default=0.0, description=(
+        "USD the cached replies would have cost at the configured prices (those of a model with a known price)."))
 
 
 class UsageReport(BaseModel):
@@ -63,6 +66,15 @@ class UsageLedger:
                          "unpriced_requests = unpriced_requests + ? WHERE organization_id=? AND day=? AND model=?",
                          (requests, usage.input_tokens, usage.output_tokens, usage.cost_usd or 0.0,
                           0 if priced or not requests else requests, org, day, model))
+
+    def record_hit(self, org: str, model: str, saved_usd: float | None) -> None:
+        """Add one reply answered from the result cache (and what asking the model would have cost, when known)."""
+        day = today()
+        with self.db.transaction() as conn:
+            conn.execute("INSERT INTO usage_daily (organization_id, day, model) VALUES (?,?,?) "
+                         "ON CONFLICT (organization_id, day, model) DO NOTHING", (org, day, model))
+            conn.execute("UPDATE usage_daily SET cache_hits = cache_hits + 1, saved_usd = saved_usd + ? "
+                         "WHERE organization_id=? AND day=? AND model=?", (saved_usd or 0.0, org, day, model))
 
     def spent(self, org: str, day: str | None = None) -> float:
         """USD the organization spent on the (UTC) day, today by default."""
@@ -95,7 +107,8 @@ class UsageLedger:
                              (org, first))
         listed = [DayUsage(day=r["day"], model=r["model"], requests=r["requests"], input_tokens=r["input_tokens"],
                            output_tokens=r["output_tokens"], cost_usd=round(r["cost_usd"], 8),
-                           unpriced_requests=r["unpriced_requests"]) for r in rows]
+                           unpriced_requests=r["unpriced_requests"], cache_hits=r["cache_hits"],
+                           saved_usd=round(r["saved_usd"], 8)) for r in rows]
         spent_today = round(sum(d.cost_usd for d in listed if d.day == today()), 8)
         budget = self.budget_of(org)
         return UsageReport(organization=org, days=listed, total_cost_usd=round(sum(d.cost_usd for d in listed), 8),
