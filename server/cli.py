@@ -287,4 +287,5 @@ def main(argv: list[str] | None = None) -> None:
         # No access log: every tool call has its own log line (server/errors.py), and a line per HTTP request
         # written on the event loop cost a fifth of a cheap call's time (bench/http_load.py).
         uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, access_log=False,
+                                      timeout_keep_alive=settings.http_keepalive_s,
                                       log_level=settings.log_level.lower())).run()

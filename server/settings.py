@@ -82,6 +82,9 @@ class Settings(BaseSettings):
     stateless_http: bool = Field(default=True, description="Streamable HTTP without sessions: every request stands "
                                  "alone, so any replica behind a load balancer can answer it. 0: the SDK's "
                                  "sessions (Mcp-Session-Id), which lets the server ask the client (sampling, roots).")
+    http_keepalive_s: int = Field(default=75, ge=1, description="Seconds an idle HTTP connection is kept open. Longer "
+                                  "than a load balancer's or client pool's idle timeout (commonly 60 s), so a request "
+                                  "sent on a reused connection never meets one the server is just closing.")
     rate_limit_per_minute: int | None = Field(default=None, ge=1, description="HTTP tool calls one organization may "
                                               "make per minute, counted in the database (so across replicas); unset: "
                                               "no limit.")

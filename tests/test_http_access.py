@@ -107,6 +107,21 @@ async def test_healthz_says_ok_without_a_token(server: str) -> None:
     assert (r.status_code, r.json()) == (200, {"status": "ok"})
 
 
+async def test_an_idle_connection_is_kept_open_past_the_common_five_second_timeout(server: str) -> None:
+    """A client pool or load balancer reuses idle connections for up to ~60 s; a server closing them sooner (uvicorn's
+    default is 5 s) races the next request sent on one, which then fails with a read error."""
+    import anyio
+
+    request = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    answers = []
+    async with await anyio.connect_tcp("127.0.0.1", int(server.rsplit(":", 1)[1])) as stream:
+        for pause in (0, 6):
+            await anyio.sleep(pause)
+            await stream.send(request)
+            answers.append((await stream.receive()).split(b"\r\n", 1)[0])
+    assert answers == [b"HTTP/1.1 200 OK", b"HTTP/1.1 200 OK"]
+
+
 async def test_readyz_checks_the_database_without_a_token(server: str) -> None:
     import httpx2
 
