@@ -362,6 +362,28 @@ async def test_continuing_a_run_keeps_its_panel_unless_agent_ids_change_it(tmp_p
     assert [(r["run_id"], r["iterations"], r["best"]) for r in runs["runs"]] == [(first["run_id"], 3, 80)]
 
 
+@pytest.mark.usefixtures("on_engine")
+async def test_two_calls_continuing_one_run_at_once_get_consecutive_iterations(tmp_path: Path,
+                                                                                fake: FakeModelServer) -> None:
+    fake.respond_with(lambda rec: Scripted(text=image_verdict(70), delay_s=0.3))  # both calls are judging at once
+    continued: list[int] = []
+    async with judge_mcp(tmp_path / "home", "s", **model_env(fake)) as s:
+        (a,) = await agents(s.client, "A")
+        first = await call(s.client, "evaluate_image", brief="a red square", images=[png_b64()], agent_ids=[a])
+
+        async def one() -> None:
+            result = await call(s.client, "evaluate_image", brief="a red square", images=[png_b64()],
+                                run_id=first["run_id"])
+            continued.append(result["iteration"])
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(one)
+            tg.start_soon(one)
+        history = await call(s.client, "get_run", run_id=first["run_id"])
+    assert sorted(continued) == [2, 3]
+    assert [it["iteration"] for it in history["iterations"]] == [1, 2, 3]
+
+
 # --- logs ------------------------------------------------------------------------------------------------
 
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # logging/setLevel: a 2025 client

@@ -156,22 +156,26 @@ class RunStore:
             raise InputError(f"run {run_id!r} has no iteration {number}")
         return number, [Evaluation.model_validate(e) for e in json.loads(rows[0]["evaluations"])]
 
-    def record(self, run_id: str, iteration: int, prompt: str, ranking: list[RankedImage],
-               evaluations: list[Evaluation]) -> Iteration:
+    def record(self, run_id: str, prompt: str, ranking: list[RankedImage], evaluations: list[Evaluation]) -> Iteration:
+        """Store the run's next iteration and return it with its number. The number is taken in the transaction
+        that stores it, after the run's row is locked (the UPDATE), so two calls continuing one run at once, on one
+        process or on replicas sharing a database, get consecutive numbers instead of the same one."""
         scored = [r.aggregate_score for r in ranking if r.aggregate_score is not None]
         winner = ranking[0] if ranking and ranking[0].aggregate_score is not None else None
-        it = Iteration(iteration=iteration, prompt=prompt, winner_index=winner.image_index if winner else None,
+        it = Iteration(iteration=0, prompt=prompt, winner_index=winner.image_index if winner else None,
                        best=winner.aggregate_score if winner else None,
                        mean=round(sum(scored) / len(scored), 4) if scored else None, ranking=ranking,
                        created_at=_now(), usage=sum((e.usage for e in evaluations), Usage()))
         payload: list[dict[str, Any]] = [e.model_dump(mode="json") for e in evaluations]
         with self.db.transaction() as conn:
+            conn.execute("UPDATE runs SET updated_at=? WHERE id=?", (it.created_at, run_id))
+            it.iteration = conn.execute("SELECT COALESCE(MAX(iteration), 0) + 1 FROM iterations WHERE run_id=?",
+                                        (run_id,)).fetchone()[0]
             conn.execute(
                 "INSERT INTO iterations (run_id, iteration, prompt, winner_index, best, mean, ranking, evaluations, "
                 "created_at, usage) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (run_id, iteration, prompt, it.winner_index, it.best, it.mean,
+                (run_id, it.iteration, prompt, it.winner_index, it.best, it.mean,
                  json.dumps([r.model_dump(mode="json") for r in ranking]), json.dumps(payload), it.created_at,
                  it.usage.model_dump_json()),
             )
-            conn.execute("UPDATE runs SET updated_at=? WHERE id=?", (it.created_at, run_id))
         return it

@@ -157,9 +157,9 @@ class ImageJudging:
                                      fallback_score=self.settings.fallback_score, progress=progress, samples=samples,
                                      jury_of=lambda a: juries[a.id], logprobs=logprobs)
         ranking = aggregate_scores(evaluations, {a.id: a.scoring_weight for a in agents}, len(parts))
-        it = self.runs.record(run_id, number, prompt or "", ranking, evaluations)
+        it = self.runs.record(run_id, prompt or "", ranking, evaluations)
         run = self.runs.get(org, run_id)
-        return ImageEvaluation(run_id=run_id, iteration=number, evaluations=evaluations, ranking=ranking,
+        return ImageEvaluation(run_id=run_id, iteration=it.iteration, evaluations=evaluations, ranking=ranking,
                                winner_index=it.winner_index, plateau=self.plateau(run), usage=it.usage,
                                run_usage=sum((i.usage for i in run.iterations), Usage()),
                                jury_agreement=jury_agreement(evaluations) if any(juries.values()) else None)
