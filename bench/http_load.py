@@ -72,9 +72,11 @@ def pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
-async def load(url: str, token: str | None, tool: str, args: dict[str, Any], sessions: int,
+async def load(url: str | list[str], token: str | None, tool: str, args: dict[str, Any], sessions: int,
                seconds: float, server_pid: int | None = None) -> tuple[float, float, float, int, float, float]:
-    """calls/s, p50 ms, p99 ms, errors, the server's and this process's CPU ms per call."""
+    """calls/s, p50 ms, p99 ms, errors, the server's and this process's CPU ms per call. Given several URLs
+    (replicas), session i calls urls[i % len(urls)]."""
+    urls = [url] if isinstance(url, str) else url
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -85,11 +87,11 @@ async def load(url: str, token: str | None, tool: str, args: dict[str, Any], ses
     all_ready, started = anyio.Event(), anyio.Event()
     stop_at = 0.0
 
-    async def session() -> None:
+    async def session(i: int) -> None:
         nonlocal errors, ready
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        http = httpx2.AsyncClient(headers=headers, timeout=60)
-        async with Client(streamable_http_client(url, http_client=http)) as c:
+        http = httpx2.AsyncClient(headers=headers, timeout=120)
+        async with Client(streamable_http_client(urls[i % len(urls)], http_client=http)) as c:
             await c.call_tool(tool, args)  # warm
             ready += 1
             if ready == sessions:
@@ -102,9 +104,9 @@ async def load(url: str, token: str | None, tool: str, args: dict[str, Any], ses
                 errors += bool(result.is_error)
 
     async with anyio.create_task_group() as tg:
-        for _ in range(sessions):
-            tg.start_soon(session)
-        with anyio.fail_after(120):
+        for i in range(sessions):
+            tg.start_soon(session, i)
+        with anyio.fail_after(180):
             await all_ready.wait()  # every session connected and warm
         begin = time.perf_counter()
         server_cpu, own_cpu = cpu_s(server_pid) if server_pid else 0.0, time.process_time()

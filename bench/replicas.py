@@ -22,7 +22,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ import anyio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.http_load import pct  # noqa: E402
+from bench.http_load import load  # noqa: E402
 from tests.postgres import PgCluster, pg_bin  # noqa: E402
 from tests.replicas import Topology, start_topology  # noqa: E402
 
@@ -68,41 +67,6 @@ def client(url: str) -> Any:
         headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120)))
 
 
-async def load(urls: list[str], tool: str, args: dict[str, Any], sessions: int,
-               seconds: float) -> tuple[float, float, float, int]:
-    """calls/s, p50 ms, p99 ms, errors: `sessions` sessions, session i on urls[i % len(urls)]."""
-    times: list[float] = []
-    errors = 0
-    ready = 0
-    all_ready, started = anyio.Event(), anyio.Event()
-    stop_at = 0.0
-
-    async def session(i: int) -> None:
-        nonlocal errors, ready
-        async with client(urls[i % len(urls)]) as c:
-            await c.call_tool(tool, args)  # warm
-            ready += 1
-            if ready == sessions:
-                all_ready.set()
-            await started.wait()
-            while time.perf_counter() < stop_at:
-                t = time.perf_counter()
-                result = await c.call_tool(tool, args)
-                times.append((time.perf_counter() - t) * 1000)
-                errors += bool(result.is_error)
-
-    async with anyio.create_task_group() as tg:
-        for i in range(sessions):
-            tg.start_soon(session, i)
-        with anyio.fail_after(180):
-            await all_ready.wait()  # every session connected and warm
-        begin = time.perf_counter()
-        stop_at = begin + seconds
-        started.set()
-    elapsed = time.perf_counter() - begin
-    return len(times) / elapsed, pct(times, 50), pct(times, 99), errors
-
-
 async def measure(top: Topology, a: argparse.Namespace) -> None:
     urls = [r.url for r in top.replicas]
     async with client(urls[0]) as c:
@@ -115,7 +79,7 @@ async def measure(top: Topology, a: argparse.Namespace) -> None:
     for tool in a.tools:
         first: float | None = None
         for n in a.replicas:
-            rate, p50, p99, errors = await load(urls[:n], tool, calls[tool], a.sessions, a.seconds)
+            rate, p50, p99, errors, _, _ = await load(urls[:n], TOKEN, tool, calls[tool], a.sessions, a.seconds)
             first = rate if first is None else first
             print(f"{tool:>14} {n:>8} {a.sessions:>8} {rate:>8.1f} {p50:>8.1f} {p99:>8.1f} {errors:>6} "
                   f"{rate / first:>5.2f}x", flush=True)
