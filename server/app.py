@@ -28,7 +28,7 @@ from .context import AppContext, open_app, organization_of
 from .errors import arguments_error, failure_of, log_call, tool_error
 from .roles import TOOL_ROLES, require_role
 from .settings import Settings
-from .startup import LazyResources, LazyTools, Listing, ListingCache
+from .startup import LazyPrompts, LazyResources, LazyTools, Listing, ListingCache
 
 log = logging.getLogger("judge_mcp")
 
@@ -70,6 +70,7 @@ class JudgeServer(MCPServer[AppContext]):
             super().__init__(*args, **kwargs)
         self._tool_manager = LazyTools(self.settings.warn_on_duplicate_tools)
         self._resource_manager = LazyResources(self.settings.warn_on_duplicate_resources)
+        self._prompt_manager = LazyPrompts(self.settings.warn_on_duplicate_prompts)
         self.listing_cache = listing_cache
         # This code's tools/list answer: from the cache (create_server reads it), else once answered from the code.
         self.listing: Listing | None = None
@@ -263,9 +264,15 @@ def create_server(settings: Settings, *, http_auth: bool = False, base_url: str 
         if name == "code_tools" and settings.gate_sandbox == "bwrap":
             listed = None  # loaded now: its registration stops a server whose required gate sandbox is missing
         mcp.lazy_tools.add_module(name, functools.partial(_register_tools, mcp, name, settings), listed)
-    resources.register(mcp)
+    resource_manager, prompt_manager = mcp._resource_manager, mcp._prompt_manager
+    assert isinstance(resource_manager, LazyResources) and isinstance(prompt_manager, LazyPrompts)
+    resource_manager.registrations.later(functools.partial(resources.register, mcp))  # on first use
     client_log.register(mcp)
     health.register(mcp)
+    prompt_manager.registrations.later(functools.partial(_add_prompts, mcp))
+    return mcp
+
+
+def _add_prompts(mcp: MCPServer[AppContext]) -> None:
     for prompt_id in prompts.list_templates():
         mcp.add_prompt(_prompt_asset(prompt_id))
-    return mcp

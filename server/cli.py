@@ -9,6 +9,7 @@ import logging
 import queue
 import sys
 from logging.handlers import QueueHandler, QueueListener
+from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
 
@@ -46,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="stdio (default), http (streamable HTTP at /mcp) or sse; see transports below")
     p.add_argument("--host", default="127.0.0.1", help="bind address for sse/http (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port for sse/http (default 8000)")
-    p.add_argument("--version", action="version", version=f"judge-mcp {_version()}")
+    p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", metavar="{config,check,tokens}")
     check = sub.add_parser("check", help="validate the configuration (settings, roots, model backend, gate sandbox) "
                                          "and exit: 0 when the tools can run, 1 otherwise")
@@ -121,6 +122,19 @@ def has_stored_tokens(settings: Settings) -> bool:
         return any(t.revoked_at is None for t in TokenStore(db).list())
     finally:
         db.close()
+
+
+class _Version(argparse.Action):
+    """--version: the installed version, looked up only when asked (the lookup reads the installed packages'
+    metadata, a few ms of every start otherwise)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show program's version number and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        sys.stdout.write(f"judge-mcp {_version()}\n")
+        parser.exit()
 
 
 def _version() -> str:

@@ -30,6 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcp.server.mcpserver.prompts.base import Prompt
+from mcp.server.mcpserver.prompts.manager import PromptManager
+from mcp.server.mcpserver.resources.base import Resource
 from mcp.server.mcpserver.resources.resource_manager import ResourceManager
 from mcp.server.mcpserver.resources.templates import ResourceTemplate
 from mcp.server.mcpserver.tools.base import Tool
@@ -173,12 +176,29 @@ class LazyTools(ToolManager):
         for name in list(self._recipes):
             self._build(name)
         return [self._tools[name] for name in self.names]
+class Registrations:
+    """Registrations (functions adding resources or prompts) run when their manager is first used, not at start."""
+
+    def __init__(self) -> None:
+        self._pending: list[Callable[[], None]] = []
+        self._lock = threading.RLock()
+
+    def later(self, register: Callable[[], None]) -> None:
+        self._pending.append(register)
+
+    def run(self) -> None:
+        with self._lock:
+            while self._pending:
+                self._pending.pop(0)()
+
+
 class LazyResources(ResourceManager):
-    """A ResourceManager whose templates (an argument model and a validated function each, ~5 ms apiece)
-    are built when resources are first listed or read, not at start."""
+    """A ResourceManager whose resources are registered, and whose templates (an argument model and a validated
+    function each, ~5 ms apiece) built, when resources are first listed or read, not at start."""
 
     def __init__(self, warn_on_duplicate_resources: bool = True) -> None:
         super().__init__(warn_on_duplicate_resources)
+        self.registrations = Registrations()
         self._recipes: list[tuple[Callable[..., Any], str, dict[str, Any]]] = []
         self._build_lock = threading.Lock()
 
@@ -188,6 +208,7 @@ class LazyResources(ResourceManager):
         return None  # type: ignore[return-value]  # nothing here uses the returned template
 
     def _build(self) -> None:
+        self.registrations.run()
         with self._build_lock:
             recipes, self._recipes = self._recipes, []
             for fn, uri_template, kwargs in recipes:
@@ -197,9 +218,33 @@ class LazyResources(ResourceManager):
         self._build()
         return await super().get_resource(uri, context)
 
+    def list_resources(self) -> list[Resource]:
+        self._build()
+        return super().list_resources()
+
     def list_templates(self) -> list[ResourceTemplate]:
         self._build()
         return super().list_templates()
+
+
+class LazyPrompts(PromptManager):
+    """A PromptManager whose prompts are registered when prompts are first listed or got, not at start."""
+
+    def __init__(self, warn_on_duplicate_prompts: bool = True) -> None:
+        super().__init__(warn_on_duplicate_prompts)
+        self.registrations = Registrations()
+
+    def get_prompt(self, name: str) -> Prompt | None:
+        self.registrations.run()
+        return super().get_prompt(name)
+
+    def list_prompts(self) -> list[Prompt]:
+        self.registrations.run()
+        return super().list_prompts()
+
+    def remove_prompt(self, name: str) -> None:
+        self.registrations.run()
+        super().remove_prompt(name)
 
 
 @dataclass
