@@ -57,8 +57,9 @@ def _sdk_logging_skipped() -> Iterator[None]:
 
 class JudgeServer(MCPServer[AppContext]):
     """MCPServer whose argument-validation errors read as sentences (which argument, what was wrong, an
-    example) instead of pydantic's dump with internal class names; whose tools are built on first use; and
-    whose tools/list is answered from the data home's cache when this code version wrote one."""
+    example) instead of pydantic's dump with internal class names; whose tools are built on first use; whose
+    tools/list is answered from the data home's cache when this code version wrote one, and then whose tool
+    modules are imported on first use too (server/startup.py)."""
 
     def __init__(self, *args: Any, listing_cache: ListingCache | None = None, **kwargs: Any):
         if logging.getLogger().handlers:

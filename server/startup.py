@@ -1,5 +1,5 @@
-"""What keeps start-up fast: tool modules imported, and tools and resource templates built, when first
-needed; and the tools/list answer kept in the data home between starts.
+"""What keeps start-up fast: tool modules imported, tools and resource templates built, and resources and
+prompts registered, when first needed; and the tools/list answer kept in the data home between starts.
 
 Building a tool (the SDK's `Tool.from_function`: pydantic builds its argument model and its input and
 output JSON schemas) costs 5–15 ms per tool, ~120 ms for all of them, and was the largest part of the
@@ -176,6 +176,8 @@ class LazyTools(ToolManager):
         for name in list(self._recipes):
             self._build(name)
         return [self._tools[name] for name in self.names]
+
+
 class Registrations:
     """Registrations (functions adding resources or prompts) run when their manager is first used, not at start."""
 
@@ -189,7 +191,8 @@ class Registrations:
     def run(self) -> None:
         with self._lock:
             while self._pending:
-                self._pending.pop(0)()
+                self._pending[0]()
+                del self._pending[0]  # once it has run: one that failed fails again at the next use
 
 
 class LazyResources(ResourceManager):
