@@ -258,3 +258,15 @@ def test_a_tool_not_loaded_yet_has_its_input_schema_from_the_cached_listing(tmp_
     schema = server._tool_input_schema("score_text")
     tool = server.lazy_tools.get_tool("score_text")
     assert tool is not None and schema == tool.parameters and schema["required"] == ["text"]
+
+
+def test_importing_the_cli_leaves_the_collector_on_with_what_it_imported_frozen() -> None:
+    probe = "import gc; import server.cli; print(gc.isenabled(), gc.get_freeze_count() > 10000)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.split() == ["True", "True"]
+
+
+def test_importing_the_cli_leaves_a_paused_collector_paused() -> None:
+    probe = "import gc; gc.disable(); import server.cli; print(gc.isenabled(), gc.get_freeze_count())"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.split() == ["False", "0"]
