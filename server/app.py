@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -21,32 +23,24 @@ import prompts
 from judges.errors import JudgeError
 from judges.store.access import TokenStore
 
-from . import (
-    agent_tools,
-    analysis_tools,
-    calibration_tools,
-    client_log,
-    code_tools,
-    compare_tools,
-    guideline_tools,
-    health,
-    image_tools,
-    jobs,
-    patch_tools,
-    resources,
-    text_tools,
-    usage_tools,
-)
+from . import client_log, health, resources
 from .context import AppContext, open_app, organization_of
 from .errors import arguments_error, failure_of, log_call, tool_error
-from .roles import require_role
+from .roles import TOOL_ROLES, require_role
 from .settings import Settings
-from .startup import LazyResources, LazyTools, ListingCache
+from .startup import LazyPrompts, LazyResources, LazyTools, Listing, ListingCache
+
+log = logging.getLogger("judge_mcp")
 
 INSTRUCTIONS = (
     "judge-mcp: a bench of judges. Create judge agents (create_agent, optionally from a template: "
     "brand_compliance, composition, product_accuracy, technical_quality), then judge with them."
 )
+
+# The modules of server/ that register tools, in listing order. Each is imported at start only when the data
+# home has no cached listing for this code; otherwise on its tools' first use (server/startup.py).
+TOOL_MODULES = ("agent_tools", "guideline_tools", "image_tools", "compare_tools", "patch_tools", "code_tools",
+                "analysis_tools", "text_tools", "calibration_tools", "usage_tools", "jobs")
 
 
 @contextmanager
@@ -63,8 +57,9 @@ def _sdk_logging_skipped() -> Iterator[None]:
 
 class JudgeServer(MCPServer[AppContext]):
     """MCPServer whose argument-validation errors read as sentences (which argument, what was wrong, an
-    example) instead of pydantic's dump with internal class names; whose tools are built on first use; and
-    whose tools/list is answered from the data home's cache when this code version wrote one."""
+    example) instead of pydantic's dump with internal class names; whose tools are built on first use; whose
+    tools/list is answered from the data home's cache when this code version wrote one, and then whose tool
+    modules are imported on first use too (server/startup.py)."""
 
     def __init__(self, *args: Any, listing_cache: ListingCache | None = None, **kwargs: Any):
         if logging.getLogger().handlers:
@@ -76,23 +71,67 @@ class JudgeServer(MCPServer[AppContext]):
             super().__init__(*args, **kwargs)
         self._tool_manager = LazyTools(self.settings.warn_on_duplicate_tools)
         self._resource_manager = LazyResources(self.settings.warn_on_duplicate_resources)
+        self._prompt_manager = LazyPrompts(self.settings.warn_on_duplicate_prompts)
         self.listing_cache = listing_cache
+        # This code's tools/list answer: from the cache (create_server reads it), else once answered from the code.
+        self.listing: Listing | None = None
 
-    async def list_tools(self) -> list[MCPTool]:
+    @property
+    def lazy_tools(self) -> LazyTools:
         manager = self._tool_manager
         assert isinstance(manager, LazyTools)
-        cached = self.listing_cache.load(manager.names) if self.listing_cache is not None else None
-        if cached is not None:
-            return cached
+        return manager
+
+    async def list_tools(self) -> list[MCPTool]:
+        manager = self.lazy_tools
+        listing = self.listing
+        if manager.stale and listing is not None:
+            self.listing = listing = None
+            if self.listing_cache is not None:
+                self.listing_cache.drop()
+        if listing is not None and [t.name for t in listing.tools] == manager.names:
+            return listing.tools
         tools = await super().list_tools()
-        if self.listing_cache is not None:
-            self.listing_cache.save(tools)
+        manager.stale = False
+        modules = manager.modules()
+        if modules is not None:  # every tool from a tool module (a test may add its own): cacheable
+            self.listing = Listing(tools, modules)
+            if self.listing_cache is not None:
+                self.listing_cache.save(tools, modules)
         return tools
+
+    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        # Over streamable HTTP, asked on the event loop before a call (Mcp-Param headers): a tool not loaded yet
+        # answers from the cached listing rather than importing its module there.
+        if not self.lazy_tools.ready(name) and self.listing is not None:
+            for tool in self.listing.tools:
+                if tool.name == name:
+                    return tool.input_schema
+        return super()._tool_input_schema(name)
+
+    def load_tool_modules_later(self, delay_s: float) -> threading.Timer | None:
+        """Import the tool modules not loaded yet in the background after `delay_s` (after the host's
+        handshake, as the warm-up), so that a first call finds its module loaded."""
+        if not self.lazy_tools.unloaded:
+            return None
+        timer = threading.Timer(delay_s, self._load_tool_modules)
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def _load_tool_modules(self) -> None:
+        try:
+            self.lazy_tools.load_all()
+        except Exception:  # met again, and reported, by the first call of that module's tools
+            log.exception("loading the tool modules failed")
 
     app: AppContext | None = None  # set by the lifespan: the token store and rate limiter read its database
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[AppContext, Any] | None = None) -> Any:
+        if not self.lazy_tools.ready(name):
+            # The tool's module imported and the tool built in a worker thread: the event loop keeps serving.
+            await anyio.to_thread.run_sync(self.lazy_tools.get_tool, name)
         await self.admit(name, context)
         try:
             return await super().call_tool(name, arguments, context)
@@ -152,6 +191,25 @@ def _prompt_asset(prompt_id: str) -> Prompt:
     )
 
 
+def _cached_listing(cache: ListingCache | None) -> Listing | None:
+    """The data home's listing for this code, when it names the tools server/roles.py has and the modules above."""
+    listing = cache.read() if cache is not None else None
+    if listing is None or set(listing.modules) != set(TOOL_MODULES) or \
+            sorted(t.name for t in listing.tools) != sorted(TOOL_ROLES):
+        return None
+    return listing
+
+
+def _register_tools(mcp: JudgeServer, name: str, settings: Settings) -> None:
+    """Import the tool module server.`name` and register its tools."""
+    # __import__ rather than importlib.import_module: the import statement's path, which -X importtime reports.
+    module = __import__(f"{__package__}.{name}", fromlist=["register"])
+    if name == "code_tools":
+        module.register(mcp, settings)  # also probes the gate sandbox, and logs which one gates use
+    else:
+        module.register(mcp)
+
+
 def create_server(settings: Settings, *, http_auth: bool = False, base_url: str | None = None,
                   client_roots: bool = True) -> MCPServer[AppContext]:
     """The judge-mcp server; with http_auth, bearer tokens from settings decide the organization.
@@ -162,10 +220,13 @@ def create_server(settings: Settings, *, http_auth: bool = False, base_url: str 
     async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
         async with open_app(settings, client_roots=client_roots) as app:
             mcp.app = app
+            loading = mcp.load_tool_modules_later(settings.warm_delay_s)
             try:
                 yield app
             finally:
                 mcp.app = None
+                if loading is not None:
+                    loading.cancel()
 
     def token_store() -> TokenStore | None:
         return TokenStore(mcp.app.db) if mcp.app is not None else None
@@ -198,20 +259,21 @@ def create_server(settings: Settings, *, http_auth: bool = False, base_url: str 
         listing_cache=ListingCache(settings.home / "cache"),
         **auth_kwargs,
     )
-    agent_tools.register(mcp)
-    guideline_tools.register(mcp)
-    image_tools.register(mcp)
-    compare_tools.register(mcp)
-    patch_tools.register(mcp)
-    code_tools.register(mcp, settings)
-    analysis_tools.register(mcp)
-    text_tools.register(mcp)
-    calibration_tools.register(mcp)
-    usage_tools.register(mcp)
-    jobs.register(mcp)
-    resources.register(mcp)
+    mcp.listing = listing = _cached_listing(mcp.listing_cache)
+    for name in TOOL_MODULES:
+        listed = listing.modules.get(name) if listing is not None else None
+        if name == "code_tools" and settings.gate_sandbox == "bwrap":
+            listed = None  # loaded now: its registration stops a server whose required gate sandbox is missing
+        mcp.lazy_tools.add_module(name, functools.partial(_register_tools, mcp, name, settings), listed)
+    resource_manager, prompt_manager = mcp._resource_manager, mcp._prompt_manager
+    assert isinstance(resource_manager, LazyResources) and isinstance(prompt_manager, LazyPrompts)
+    resource_manager.registrations.later(functools.partial(resources.register, mcp))  # on first use
     client_log.register(mcp)
     health.register(mcp)
+    prompt_manager.registrations.later(functools.partial(_add_prompts, mcp))
+    return mcp
+
+
+def _add_prompts(mcp: MCPServer[AppContext]) -> None:
     for prompt_id in prompts.list_templates():
         mcp.add_prompt(_prompt_asset(prompt_id))
-    return mcp

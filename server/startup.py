@@ -1,5 +1,5 @@
-"""What keeps start-up fast: tools and resource templates built when first needed, and the tools/list
-answer kept in the data home between starts.
+"""What keeps start-up fast: tool modules imported, tools and resource templates built, and resources and
+prompts registered, when first needed; and the tools/list answer kept in the data home between starts.
 
 Building a tool (the SDK's `Tool.from_function`: pydantic builds its argument model and its input and
 output JSON schemas) costs 5–15 ms per tool, ~120 ms for all of them, and was the largest part of the
@@ -7,6 +7,13 @@ time from spawn to the first tools/list. So a tool is registered as a recipe and
 call; tools/list is answered from `<home>/cache/tools-<key>.json`, written by the first start that had
 to build them all. The key hashes every source file of the server and the judges (and the Python, mcp
 and pydantic versions): any change to the code gives a new key, so a stale listing is never served.
+
+The next largest part was importing the tool modules (server/*_tools.py and the judges they import, ~60
+modules of pydantic models). The cached listing also says which module registers which tool, so a start
+that has it imports none of them: a tool's module is imported (in a worker thread, off the event loop)
+when the tool is first called, and every module a moment after start (`warm_delay_s`, in the background).
+Tool modules import nothing heavy (tests/test_startup.py checks), so importing one beside the warm-up's
+heavy imports needs no `rag.warmup.HEAVY`; one lock keeps two threads from loading modules at once.
 """
 
 from __future__ import annotations
@@ -17,10 +24,15 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcp.server.mcpserver.prompts.base import Prompt
+from mcp.server.mcpserver.prompts.manager import PromptManager
+from mcp.server.mcpserver.resources.base import Resource
 from mcp.server.mcpserver.resources.resource_manager import ResourceManager
 from mcp.server.mcpserver.resources.templates import ResourceTemplate
 from mcp.server.mcpserver.tools.base import Tool
@@ -47,23 +59,101 @@ def listing_key(root: Path | None = None) -> str:
 
 
 class LazyTools(ToolManager):
-    """A ToolManager whose tools are built on first use (a call, or a tools/list with no cached answer)."""
+    """A ToolManager whose tools are built on first use (a call, or a tools/list with no cached answer), and
+    whose tool modules, when a cached listing names their tools, are imported on first use too."""
 
     def __init__(self, warn_on_duplicate_tools: bool = True) -> None:
         super().__init__(warn_on_duplicate_tools)
         self._recipes: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
-        self.names: list[str] = []  # in registration order, built or not
+        self.names: list[str] = []  # in registration order, built or not (and, from a cached listing, loaded or not)
+        self.module_of: dict[str, str | None] = {}  # tool name → the module that registers it
+        self._unloaded: dict[str, Callable[[], None]] = {}  # module → what registers its tools, not run yet
+        self._promised: set[str] = set()  # names a cached listing gave modules not loaded yet
+        self._from_listing: set[str] = set()  # the modules whose names came from a cached listing
+        self._loading: str | None = None  # the module whose registration runs now
+        self.stale = False  # a module registered other tools than the cached listing said: list from the code
         self._build_lock = threading.Lock()
+        self._load_lock = threading.RLock()
+
+    def add_module(self, module: str, register: Callable[[], None], tools: list[str] | None = None) -> None:
+        """The tools `register()` registers (it imports `module` and registers them): registered now, or,
+        given the names it registers (from a cached listing), listed now and registered on first use."""
+        self._unloaded[module] = register
+        if tools is None:
+            self.load_module(module)
+            return
+        self._from_listing.add(module)
+        for name in tools:
+            if name not in self.module_of:
+                self.module_of[name] = module
+                self._promised.add(name)
+                self.names.append(name)
 
     def add_tool(self, fn: Callable[..., Any], name: str | None = None, **kwargs: Any) -> Tool:  # type: ignore[override]
         key = name or fn.__name__
-        if key in self.names:  # as the SDK's ToolManager: the first registration stays
+        if key in self._promised and self.module_of.get(key) == self._loading:
+            self._promised.discard(key)  # the slot a cached listing kept for it
+        elif key in self.names:  # as the SDK's ToolManager: the first registration stays
             if self.warn_on_duplicate_tools:
                 log.warning("Tool already exists: %s", key)
             return None  # type: ignore[return-value]
+        else:
+            self.names.append(key)
+            self.module_of[key] = self._loading
+            if self._loading in self._from_listing:
+                self.stale = True  # a tool the cached listing does not have
         self._recipes[key] = (fn, {"name": name, **kwargs})
-        self.names.append(key)
         return None  # type: ignore[return-value]  # nothing here uses the returned Tool
+
+    def load_module(self, module: str) -> None:
+        """Import `module` and register its tools, once (the other threads wait for it meanwhile)."""
+        with self._load_lock:
+            register = self._unloaded.pop(module, None)
+            if register is None:
+                return
+            started = time.perf_counter()
+            self._loading = module
+            try:
+                register()
+            except BaseException:
+                self._unloaded[module] = register  # the next use meets the same error, not "unknown tool"
+                raise
+            finally:
+                self._loading = None
+            missing = [n for n in self.names if n in self._promised and self.module_of.get(n) == module]
+            if missing:
+                log.warning("the cached tool listing names %s, which %s does not register: listing from the code",
+                            ", ".join(missing), module)
+                self.stale = True
+                for name in missing:
+                    self._promised.discard(name)
+                    self.names.remove(name)
+                    del self.module_of[name]
+            log.debug("tool module %s loaded in %.0f ms", module, (time.perf_counter() - started) * 1000)
+
+    def load_all(self) -> None:
+        """Every tool module not loaded yet (the tools themselves are still built on first use)."""
+        with self._load_lock:  # and none half loaded by another thread
+            for module in list(self._unloaded):
+                self.load_module(module)
+
+    @property
+    def unloaded(self) -> list[str]:
+        return list(self._unloaded)
+
+    def modules(self) -> dict[str, list[str]] | None:
+        """Each module's tools in registration order; None when a tool was registered by no module."""
+        modules: dict[str, list[str]] = {}
+        for name in self.names:
+            module = self.module_of.get(name)
+            if module is None:
+                return None
+            modules.setdefault(module, []).append(name)
+        return modules
+
+    def ready(self, name: str) -> bool:
+        """True when getting `name` neither imports a module nor builds a tool."""
+        return name not in self._promised and name not in self._recipes
 
     def _build(self, name: str) -> None:
         with self._build_lock:
@@ -74,22 +164,44 @@ class LazyTools(ToolManager):
                 self._tools[tool.name] = tool
 
     def get_tool(self, name: str) -> Tool | None:
+        module = self.module_of.get(name)
+        if name in self._promised and module is not None:
+            self.load_module(module)  # or wait while another thread loads it
         if name in self._recipes:
             self._build(name)
         return super().get_tool(name)
 
     def list_tools(self) -> list[Tool]:
+        self.load_all()
         for name in list(self._recipes):
             self._build(name)
         return [self._tools[name] for name in self.names]
 
 
+class Registrations:
+    """Registrations (functions adding resources or prompts) run when their manager is first used, not at start."""
+
+    def __init__(self) -> None:
+        self._pending: list[Callable[[], None]] = []
+        self._lock = threading.RLock()
+
+    def later(self, register: Callable[[], None]) -> None:
+        self._pending.append(register)
+
+    def run(self) -> None:
+        with self._lock:
+            while self._pending:
+                self._pending[0]()
+                del self._pending[0]  # once it has run: one that failed fails again at the next use
+
+
 class LazyResources(ResourceManager):
-    """A ResourceManager whose templates (an argument model and a validated function each, ~5 ms apiece)
-    are built when resources are first listed or read, not at start."""
+    """A ResourceManager whose resources are registered, and whose templates (an argument model and a validated
+    function each, ~5 ms apiece) built, when resources are first listed or read, not at start."""
 
     def __init__(self, warn_on_duplicate_resources: bool = True) -> None:
         super().__init__(warn_on_duplicate_resources)
+        self.registrations = Registrations()
         self._recipes: list[tuple[Callable[..., Any], str, dict[str, Any]]] = []
         self._build_lock = threading.Lock()
 
@@ -99,6 +211,7 @@ class LazyResources(ResourceManager):
         return None  # type: ignore[return-value]  # nothing here uses the returned template
 
     def _build(self) -> None:
+        self.registrations.run()
         with self._build_lock:
             recipes, self._recipes = self._recipes, []
             for fn, uri_template, kwargs in recipes:
@@ -108,9 +221,41 @@ class LazyResources(ResourceManager):
         self._build()
         return await super().get_resource(uri, context)
 
+    def list_resources(self) -> list[Resource]:
+        self._build()
+        return super().list_resources()
+
     def list_templates(self) -> list[ResourceTemplate]:
         self._build()
         return super().list_templates()
+
+
+class LazyPrompts(PromptManager):
+    """A PromptManager whose prompts are registered when prompts are first listed or got, not at start."""
+
+    def __init__(self, warn_on_duplicate_prompts: bool = True) -> None:
+        super().__init__(warn_on_duplicate_prompts)
+        self.registrations = Registrations()
+
+    def get_prompt(self, name: str) -> Prompt | None:
+        self.registrations.run()
+        return super().get_prompt(name)
+
+    def list_prompts(self) -> list[Prompt]:
+        self.registrations.run()
+        return super().list_prompts()
+
+    def remove_prompt(self, name: str) -> None:
+        self.registrations.run()
+        super().remove_prompt(name)
+
+
+@dataclass
+class Listing:
+    """A cached tools/list answer and which module registers each of its tools."""
+
+    tools: list[MCPTool]
+    modules: dict[str, list[str]]
 
 
 class ListingCache:
@@ -126,23 +271,33 @@ class ListingCache:
             self._key = listing_key()
         return self.directory / f"tools-{self._key}.json"
 
-    def load(self, names: list[str]) -> list[MCPTool] | None:
-        """The cached listing, if there is one for this code and it lists exactly these tools."""
+    def read(self) -> Listing | None:
+        """The cached listing, if there is a well-formed one for this code."""
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            tools = [MCPTool.model_validate(t) for t in data["tools"]]
+            modules = {str(m): [str(n) for n in names] for m, names in data["modules"].items()}
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return None
-        if sorted(t.get("name") for t in data) != sorted(names):
+        if sorted(t.name for t in tools) != sorted(n for names in modules.values() for n in names):
             return None
-        return [MCPTool.model_validate(t) for t in data]
+        return Listing(tools, modules)
 
-    def save(self, tools: list[MCPTool]) -> None:
+    def save(self, tools: list[MCPTool], modules: dict[str, list[str]]) -> None:
         """Write atomically (several processes may share the home); a failure only costs the next start time."""
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]),
-                           encoding="utf-8")
+            tmp.write_text(json.dumps({
+                "tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools],
+                "modules": modules}), encoding="utf-8")
             os.replace(tmp, self.path)
         except OSError as exc:
             log.debug("tool listing not cached: %s", exc)
+
+    def drop(self) -> None:
+        """Remove this code's listing (it proved wrong); the next start lists from the code and writes it anew."""
+        try:
+            self.path.unlink()
+        except OSError:
+            pass

@@ -1,13 +1,24 @@
-"""Start fast: nothing heavy is imported by what the server loads to answer `initialize`."""
+"""Start fast: nothing heavy is imported by what the server loads to answer `initialize`, tool modules are
+imported when first used when the data home has this code's tool listing, and the listing is the same."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
-HEAVY = ("torch", "sentence_transformers", "chromadb", "anthropic", "openai", "transformers")
+import anyio
+import pytest
+
+# numpy and onnxruntime too: a tool module is imported beside the warm-up's heavy imports (server/startup.py).
+HEAVY = ("torch", "sentence_transformers", "chromadb", "anthropic", "openai", "transformers", "numpy", "onnxruntime")
+REPO = Path(__file__).resolve().parents[1]
 
 PROBE = f"""
 import sys
@@ -46,7 +57,7 @@ def _listing(home: Path) -> tuple[list[dict[str, object]], list[str], dict[str, 
 def test_a_second_start_lists_the_same_tools_from_the_data_home_cache(tmp_path: Path) -> None:
     first, templates, _ = _listing(tmp_path)
     cached = list((tmp_path / "cache").glob("tools-*.json"))
-    assert len(cached) == 1 and json.loads(cached[0].read_text()) == first
+    assert len(cached) == 1 and json.loads(cached[0].read_text())["tools"] == first
     second, templates_again, created = _listing(tmp_path)
     assert second == first and templates_again == templates
     assert created["name"] == "Brand"  # a tool listed from the cache is built on its first call
@@ -55,9 +66,10 @@ def test_a_second_start_lists_the_same_tools_from_the_data_home_cache(tmp_path: 
 def test_a_cached_listing_that_does_not_name_the_same_tools_is_rebuilt(tmp_path: Path) -> None:
     first, _, _ = _listing(tmp_path)
     cached = next((tmp_path / "cache").glob("tools-*.json"))
-    cached.write_text(json.dumps([{"name": "bogus", "inputSchema": {"type": "object"}}]))
+    cached.write_text(json.dumps({"tools": [{"name": "bogus", "inputSchema": {"type": "object"}}],
+                                  "modules": {"agent_tools": ["bogus"]}}))
     again, _, _ = _listing(tmp_path)
-    assert again == first and json.loads(cached.read_text()) == first
+    assert again == first and json.loads(cached.read_text())["tools"] == first
 
 
 def test_the_listing_key_changes_with_any_source_file(tmp_path: Path) -> None:
@@ -88,3 +100,173 @@ def test_a_tool_registered_twice_is_listed_once_with_its_first_function() -> Non
     tools.add_tool(first, name="ping")
     tools.add_tool(second, name="ping")
     assert [(t.name, t.description) for t in tools.list_tools()] == [("ping", "The first.")]
+
+
+# A tool module and its module-level imports: what a start with the listing cached does not import.
+TOOL_MODULES = ("server.agent_tools", "server.guideline_tools", "server.image_tools", "server.compare_tools",
+                "server.patch_tools", "server.code_tools", "server.analysis_tools", "server.text_tools",
+                "server.calibration_tools", "server.usage_tools")
+TOOL_ONLY = ("judges.pairwise.judge", "judges.code.judge", "judges.text.scoring", "judges.calibration.core")
+IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \| +(\S+)$", re.MULTILINE)
+
+
+class Started:
+    def __init__(self, client: Any, log: Path):
+        self.client, self.log = client, log
+
+    def imported(self) -> set[str]:
+        """Every module the server process has imported so far (its -X importtime lines on stderr)."""
+        return set(IMPORTED.findall(self.log.read_text(errors="replace")))
+
+
+@asynccontextmanager
+async def started(home: Path, **env: str) -> AsyncIterator[Started]:
+    """A real stdio `judge-mcp` (python -m server, this checkout) on `home` through the mcp client, run with
+    -X importtime so that its stderr says which modules it imported, as it imports them."""
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from tests.mcp_helpers import server_env
+
+    home.mkdir(parents=True, exist_ok=True)
+    log = home / "server.stderr"
+    params = StdioServerParameters(command=sys.executable, args=["-m", "server"], cwd="/", env=server_env(
+        home, PYTHONPATH=str(REPO), PYTHONPROFILEIMPORTTIME="1", JUDGE_MCP_WARM_EMBEDDINGS="false", **env))
+    with log.open("w") as err:
+        async with Client(stdio_client(params, errlog=err)) as client:
+            yield Started(client, log)
+
+
+async def cache_listing(home: Path) -> None:
+    """A first start on `home`: its tools/list writes this code's listing into the data home."""
+    async with started(home) as first:
+        await first.client.list_tools()
+    assert list((home / "cache").glob("tools-*.json"))
+
+
+@pytest.mark.anyio
+async def test_a_cached_start_imports_no_tool_module_until_one_of_its_tools_is_called(tmp_path: Path) -> None:
+    await cache_listing(tmp_path)
+    async with started(tmp_path, JUDGE_MCP_WARM_DELAY_S="600") as server:
+        listed = await server.client.list_tools()
+        before = server.imported()
+        created = await server.client.call_tool("create_agent", {"name": "Brand", "template_id": "brand_compliance"})
+        after = server.imported()
+    assert len(listed.tools) == 30 and not created.is_error
+    assert before & {*TOOL_MODULES, *TOOL_ONLY} == set()
+    assert after & {*TOOL_MODULES, *TOOL_ONLY} == {"server.agent_tools"}
+
+
+@pytest.mark.anyio
+async def test_a_cached_start_imports_the_tool_modules_in_the_background_after_the_warm_up_delay(
+        tmp_path: Path) -> None:
+    await cache_listing(tmp_path)
+    async with started(tmp_path, JUDGE_MCP_WARM_DELAY_S="0") as server:
+        await server.client.list_tools()
+        for _ in range(600):  # in the background, a moment after start: up to 60 s on a busy machine
+            if set(TOOL_MODULES) <= server.imported():
+                break
+            await anyio.sleep(0.1)
+        loaded = server.imported()
+        listed = await server.client.call_tool("list_agents", {})
+    assert set(TOOL_MODULES) <= loaded
+    assert listed.structured_content == {"agents": []}
+
+
+TOOLS_LIST = "".join(json.dumps(m) + "\n" for m in (
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+))
+
+
+def raw_tools_list(home: Path) -> str:
+    """The tools/list answer of one start on `home`, as the bytes on the wire (stdio, JSON-RPC)."""
+    from tests.mcp_helpers import server_env
+
+    proc = subprocess.Popen([sys.executable, "-m", "server"], cwd="/", text=True, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env=server_env(home, PYTHONPATH=str(REPO), JUDGE_MCP_WARM_EMBEDDINGS="false"))
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(TOOLS_LIST)
+        proc.stdin.flush()
+        for line in proc.stdout:
+            if json.loads(line).get("id") == 2:
+                return line
+        raise AssertionError("the server ended without answering tools/list")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_tools_list_answer_is_byte_for_byte_the_same_with_and_without_the_cached_listing(tmp_path: Path) -> None:
+    built = raw_tools_list(tmp_path)
+    assert list((tmp_path / "cache").glob("tools-*.json"))
+    cached = raw_tools_list(tmp_path)
+    assert cached == built and len(json.loads(built)["result"]["tools"]) == 30
+
+
+def test_a_cached_start_still_refuses_to_start_when_the_required_gate_sandbox_is_missing(tmp_path: Path) -> None:
+    from tests.mcp_helpers import server_env
+
+    anyio.run(cache_listing, tmp_path)
+    out = subprocess.run([sys.executable, "-m", "server"], cwd="/", stdin=subprocess.DEVNULL, capture_output=True,
+                         text=True, timeout=120, env=server_env(
+                             tmp_path, PYTHONPATH=str(REPO), JUDGE_MCP_GATE_SANDBOX="bwrap", PATH=os.devnull))
+    assert out.returncode != 0
+    assert "JUDGE_MCP_GATE_SANDBOX=bwrap but the sandbox cannot be used: bwrap not found" in out.stderr
+
+
+def test_a_module_listed_from_the_cache_is_registered_by_the_first_use_of_one_of_its_tools() -> None:
+    from server.startup import LazyTools
+
+    tools = LazyTools()
+    registered: list[str] = []
+
+    def register() -> None:
+        registered.append("pings")
+        tools.add_tool(lambda: "pong", name="ping")
+        tools.add_tool(lambda: "pung", name="pung")
+
+    tools.add_module("pings", register, ["ping", "pung"])
+    assert (tools.names, registered, tools.ready("ping")) == (["ping", "pung"], [], False)
+    ping = tools.get_tool("ping")
+    assert ping is not None and ping.name == "ping" and registered == ["pings"]
+    assert tools.get_tool("pung") is not None and registered == ["pings"]
+    assert [t.name for t in tools.list_tools()] == ["ping", "pung"] and not tools.stale
+
+
+def test_a_listed_tool_its_module_does_not_register_is_dropped_and_the_listing_marked_stale() -> None:
+    from server.startup import LazyTools
+
+    tools = LazyTools()
+    tools.add_module("pings", lambda: tools.add_tool(lambda: "pong", name="ping"), ["ping", "gone"])
+    assert tools.get_tool("gone") is None
+    assert tools.stale and tools.names == ["ping"] and [t.name for t in tools.list_tools()] == ["ping"]
+
+
+def test_a_tool_not_loaded_yet_has_its_input_schema_from_the_cached_listing(tmp_path: Path) -> None:
+    from server.app import create_server
+    from tests.conftest import make_settings
+
+    settings = make_settings(tmp_path)
+    anyio.run(create_server(settings).list_tools)  # writes the listing
+    server = create_server(settings)
+    assert not server.lazy_tools.ready("score_text")
+    schema = server._tool_input_schema("score_text")
+    tool = server.lazy_tools.get_tool("score_text")
+    assert tool is not None and schema == tool.parameters and schema["required"] == ["text"]
+
+
+def test_importing_the_cli_leaves_the_collector_on_with_what_it_imported_frozen() -> None:
+    probe = "import gc; import server.cli; print(gc.isenabled(), gc.get_freeze_count() > 10000)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.split() == ["True", "True"]
+
+
+def test_importing_the_cli_leaves_a_paused_collector_paused() -> None:
+    probe = "import gc; gc.disable(); import server.cli; print(gc.isenabled(), gc.get_freeze_count())"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.split() == ["False", "0"]
