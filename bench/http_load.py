@@ -7,13 +7,17 @@ the same machine. Prints calls/s and p50/p99 for both sides and their ratios (ju
 time per call of each server process (from /proc: what one replica can serve per core, whatever else runs on
 the machine) and of this load-generating process (its MCP client also checks each result against the tool's
 output schema, which costs more for get_agent's agent than for ping's "pong"; on a 2-core machine that CPU is
-taken from the servers).
+taken from the servers). So the bare server also answers get_agent with the very agent judge-mcp returns (a
+constant of the same pydantic model: the same output schema, the same bytes to send and for the client to
+check), and the third row compares like with like: what judge-mcp adds per call (auth, the store read, the call's
+log line, error mapping) without the difference in the answer's size.
 Usage: python bench/http_load.py [--sessions 10 50] [--seconds 10] [--tree DIR (the judge-mcp checkout to run)]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
 import subprocess
@@ -36,6 +40,14 @@ mcp = MCPServer("bare", log_level="WARNING")
 @mcp.tool()
 def ping() -> str:
     return "pong"
+
+if len(sys.argv) > 3:  # the same answer get_agent gives, as a constant: the same output schema and result to send
+    from judges.store.agents import Agent
+    AGENT = Agent.model_validate_json(sys.argv[3])
+
+    @mcp.tool()
+    def get_agent(agent_id: str) -> Agent:
+        return AGENT
 
 mcp.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]), stateless_http=sys.argv[2] == "1")
 """
@@ -136,19 +148,23 @@ def main() -> None:
     log = (Path(home) / "server.stderr").open("w")
     judge = subprocess.Popen([sys.executable, "-m", "server", "--transport", "http", "--port", str(jport)],
                              env=env, cwd=a.tree, stdout=subprocess.DEVNULL, stderr=log)
-    bare = subprocess.Popen([sys.executable, "-c", BARE, str(bport), "0" if a.stateful else "1"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    procs = [judge]
     try:
         wait_for(jport)
+        agent = anyio.run(create_agent, jport)
+        bare = subprocess.Popen([sys.executable, "-c", BARE, str(bport), "0" if a.stateful else "1", agent],
+                                env=env, cwd=a.tree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(bare)
         wait_for(bport)
-        anyio.run(measure, jport, bport, a.sessions, a.seconds, judge.pid, bare.pid)
+        anyio.run(measure, jport, bport, a.sessions, a.seconds, judge.pid, bare.pid, json.loads(agent)["id"])
     finally:
-        for proc in (judge, bare):
+        for proc in procs:
             proc.terminate()
             proc.wait(timeout=10)
 
 
-async def measure(jport: int, bport: int, sessions: list[int], seconds: float, jpid: int, bpid: int) -> None:
+async def create_agent(jport: int) -> str:
+    """An agent created through judge-mcp, as the JSON get_agent answers with."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -156,17 +172,25 @@ async def measure(jport: int, bport: int, sessions: list[int], seconds: float, j
     http = httpx2.AsyncClient(headers={"Authorization": "Bearer bench-token"}, timeout=60)
     async with Client(streamable_http_client(f"http://127.0.0.1:{jport}/mcp", http_client=http)) as c:
         agent_id = (await c.call_tool("create_agent", {"name": "bench", "system_prompt": "p"})).structured_content["id"]
-    print(f"{'sessions':>8} {'side':>10} {'calls/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} "
+        return json.dumps((await c.call_tool("get_agent", {"agent_id": agent_id})).structured_content)
+
+
+async def measure(jport: int, bport: int, sessions: list[int], seconds: float, jpid: int, bpid: int,
+                  agent_id: str) -> None:
+    print(f"{'sessions':>8} {'side':>16} {'calls/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} "
           f"{'server CPU ms/call':>18} {'client CPU ms/call':>18}")
     for n in sessions:
         j = await load(f"http://127.0.0.1:{jport}/mcp", "bench-token", "get_agent", {"agent_id": agent_id},
                        n, seconds, jpid)
         b = await load(f"http://127.0.0.1:{bport}/mcp", None, "ping", {}, n, seconds, bpid)
-        for side, r in (("judge-mcp", j), ("bare", b)):
-            print(f"{n:>8} {side:>10} {r[0]:>8.1f} {r[1]:>8.1f} {r[2]:>8.1f} {r[3]:>6} {r[4]:>18.2f} {r[5]:>18.2f}")
+        same = await load(f"http://127.0.0.1:{bport}/mcp", None, "get_agent", {"agent_id": agent_id}, n, seconds, bpid)
+        for side, r in (("judge-mcp", j), ("bare ping", b), ("bare same answer", same)):
+            print(f"{n:>8} {side:>16} {r[0]:>8.1f} {r[1]:>8.1f} {r[2]:>8.1f} {r[3]:>6} {r[4]:>18.2f} {r[5]:>18.2f}")
         # The server CPU ratio is bare / judge-mcp: the calls/s one replica serves per core, relative to bare.
-        print(f"{n:>8} {'ratio':>10} {j[0] / b[0]:>7.2f}x {j[1] / b[1]:>7.2f}x {j[2] / b[2]:>7.2f}x {'':>6} "
-              f"{b[4] / j[4] if j[4] else 0:>17.2f}x {j[5] / b[5] if b[5] else 0:>17.2f}x", flush=True)
+        for label, base in (("vs ping", b), ("vs same", same)):
+            print(f"{n:>8} {label:>16} {j[0] / base[0]:>7.2f}x {j[1] / base[1]:>7.2f}x {j[2] / base[2]:>7.2f}x "
+                  f"{'':>6} {base[4] / j[4] if j[4] else 0:>17.2f}x {j[5] / base[5] if base[5] else 0:>17.2f}x",
+                  flush=True)
 
 
 if __name__ == "__main__":
