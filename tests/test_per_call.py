@@ -119,8 +119,10 @@ async def test_a_call_waiting_on_postgresql_leaves_the_server_answering_others(p
                         holder.execute("LOCK TABLE agents IN ACCESS EXCLUSIVE MODE")
                         tg.start_soon(get_agent)
                         with anyio.fail_after(60):  # only a guard against a hang: the order below is the test
-                            while not watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE datname="
-                                                      "current_database() AND wait_event_type='Lock'").fetchone()[0]:
+                            while True:  # until get_agent's SELECT waits on the lock
+                                if watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE datname="
+                                                   "current_database() AND wait_event_type='Lock'").fetchone()[0]:
+                                    break
                                 await anyio.sleep(0.05)
                             asset = await client.read_resource(prompt_uri(prompts.list_templates()[0]))
                         done.append("prompt asset")
