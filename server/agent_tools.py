@@ -63,8 +63,9 @@ def register(mcp: MCPServer) -> None:
     ) -> Annotated[CallToolResult, Agent]:
         """Create a judge agent. scoring_weight and optimization_weight default to 50 (or the template's).
         The result links the resource judge://agents/{id}."""
-        agent = app_of(ctx).agents.create(
-            organization_of(ctx), name=name, system_prompt=system_prompt,
+        app = app_of(ctx)
+        agent = await app.store(
+            app.agents.create, organization_of(ctx), name=name, system_prompt=system_prompt,
             evaluation_categories=evaluation_categories, scoring_weight=scoring_weight,
             optimization_weight=optimization_weight, rag_config=rag_config, template_id=template_id, model=model,
             score_scale=score_scale, models=models,
@@ -80,13 +81,16 @@ def register(mcp: MCPServer) -> None:
         order: Literal["asc", "desc"] = "desc",
     ) -> AgentList:
         """List this organization's judge agents (deleted ones excluded)."""
-        return AgentList(agents=app_of(ctx).agents.list(organization_of(ctx), query=query, sort_by=sort_by, order=order))
+        app = app_of(ctx)
+        return AgentList(agents=await app.store(app.agents.list, organization_of(ctx), query=query, sort_by=sort_by,
+                                                order=order))
 
     @mcp.tool(annotations=READ)
     @tool_errors
     async def get_agent(ctx: Context, agent_id: AgentId) -> Agent:
         """One judge agent by id."""
-        return app_of(ctx).agents.get(organization_of(ctx), agent_id)
+        app = app_of(ctx)
+        return await app.store(app.agents.get, organization_of(ctx), agent_id)
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True))
     @tool_errors
@@ -110,12 +114,14 @@ def register(mcp: MCPServer) -> None:
             scoring_weight=scoring_weight, optimization_weight=optimization_weight, rag_config=rag_config,
             template_id=template_id, model=model, score_scale=score_scale, models=models,
         )
-        return app_of(ctx).agents.update(organization_of(ctx), agent_id, changes)
+        app = app_of(ctx)
+        return await app.store(app.agents.update, organization_of(ctx), agent_id, changes)
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False))
     @tool_errors
     async def delete_agent(ctx: Context, agent_id: AgentId) -> DeletedAgent:
         """Soft-delete a judge agent: it disappears from every tool, its data is kept."""
-        agent = app_of(ctx).agents.delete(organization_of(ctx), agent_id)
+        app = app_of(ctx)
+        agent = await app.store(app.agents.delete, organization_of(ctx), agent_id)
         assert agent.deleted_at is not None
         return DeletedAgent(id=agent.id, deleted_at=agent.deleted_at)

@@ -7,7 +7,6 @@ import hmac
 import ipaddress
 from collections.abc import Callable
 
-import anyio
 from mcp.server.auth.provider import AccessToken
 
 from judges.store.access import ROLES, SECRET_PREFIX, TokenStore
@@ -38,7 +37,7 @@ class StaticTokenVerifier:
         if found is None and self._store is not None and token.startswith(SECRET_PREFIX):
             store = self._store()
             if store is not None:
-                stored = await anyio.to_thread.run_sync(store.verify, token)
+                stored = await store.db.run(store.verify, token)  # off the event loop on PostgreSQL
                 if stored is not None:
                     found = (stored.organization_id, stored.role)
         if found is None:

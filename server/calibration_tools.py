@@ -111,7 +111,7 @@ def register(mcp: MCPServer[Any]) -> None:
         assert dataset is not None
         items = parse_dataset(dataset, judge)
         found: list[Criterion] = resolve_criteria(rubric, criteria) if judge == "score_text" else []
-        agent = app.agents.get(org, agent_id) if agent_id is not None else None
+        agent = await app.store(app.agents.get, org, agent_id) if agent_id is not None else None
         client = app.model_for(ctx, model, agent=agent)
         policy = image_policy(ctx, client_roots)
         spec = JudgeSpec(judge=judge, prompt_id=prompt_id, prompt_version=prompt_version, criteria=found,
@@ -127,7 +127,7 @@ def register(mcp: MCPServer[Any]) -> None:
         async def work(progress: Progress) -> CalibrationReport:
             report = await calibrate(client, spec, items, policy=policy, retries=app.settings.pairwise_retries,
                                      human_scale=scale, contexts=contexts, progress=progress)
-            return CalibrationStore(app.db).save(org, report)
+            return await app.store(CalibrationStore(app.db).save, org, report)
 
         if background is None:
             background = app.jobs is not None and not uses_sampling(ctx, model or app.settings.model)
@@ -138,4 +138,5 @@ def register(mcp: MCPServer[Any]) -> None:
     async def get_calibration(ctx: Context, calibration_id: Annotated[str, Field(
             description="The calibration_id calibrate_judge returned.")]) -> CalibrationReport:
         """A stored calibration report, as calibrate_judge returned it."""
-        return CalibrationStore(app_of(ctx).db).get(organization_of(ctx), calibration_id)
+        app = app_of(ctx)
+        return await app.store(CalibrationStore(app.db).get, organization_of(ctx), calibration_id)

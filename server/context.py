@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import urllib.parse
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import anyio
 from mcp.server.mcpserver import Context, ListRoots, Resolve
@@ -42,6 +43,7 @@ from .settings import Settings
 
 log = logging.getLogger("judge_mcp")
 JURY_MAX = 8
+T = TypeVar("T")
 
 
 @dataclass
@@ -56,6 +58,13 @@ class AppContext:
     jobs: JobRunner | None = None  # background jobs, run in the lifespan's task group
     metering: Metering | None = None  # result cache, prices, usage and budgets
     limiter: RateLimiter | None = None  # JUDGE_MCP_RATE_LIMIT_PER_MINUTE, counted in the database
+
+    async def store(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """How async code does store work: `await app.store(app.agents.get, org, agent_id)`. On SQLite it runs
+        inline (cheaper than a thread hand-off); on PostgreSQL in a worker thread, so the event loop keeps serving
+        other calls while this one waits on the database (Database.run). Take request state (organization_of)
+        before, on the loop."""
+        return await self.db.run(functools.partial(fn, *args, **kwargs))
 
     def model_for(self, ctx: Any, model: str | None = None, *, agent: Agent | None = None,
                   cache: bool = True) -> ModelClient:

@@ -75,7 +75,8 @@ def register(mcp: MCPServer) -> None:
     @store_errors
     async def list_guidelines(ctx: Context, agent_id: AgentId) -> DocumentList:
         """An agent's guideline documents, oldest first, with their processing status."""
-        return DocumentList(documents=app_of(ctx).guidelines.documents(organization_of(ctx), agent_id))
+        app = app_of(ctx)
+        return DocumentList(documents=await app.store(app.guidelines.documents, organization_of(ctx), agent_id))
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
                                           open_world_hint=False))

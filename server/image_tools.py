@@ -88,13 +88,15 @@ def register(mcp: MCPServer) -> None:
     async def list_runs(ctx: Context) -> RunList:
         """This organization's evaluate_image runs, most recently updated first (at most 50); each is also the
         resource judge://runs/{run_id}."""
-        return RunList(runs=app_of(ctx).images.runs.summaries(organization_of(ctx)))
+        app = app_of(ctx)
+        return RunList(runs=await app.store(app.images.runs.summaries, organization_of(ctx)))
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
     @tool_errors
     async def get_run(ctx: Context, run_id: RunId) -> Annotated[CallToolResult, RunReport]:
         """A run's iterations and plateau, with a PNG chart of best and mean aggregate per iteration."""
-        report = app_of(ctx).images.report(organization_of(ctx), run_id)
+        app = app_of(ctx)
+        report = await app.store(app.images.report, organization_of(ctx), run_id)
         png = run_chart_png(report)
         return CallToolResult(
             content=[TextContent(type="text", text=report.model_dump_json(indent=2)),

@@ -18,7 +18,7 @@ import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
@@ -39,6 +39,7 @@ Background = Annotated[bool, Field(description=(
     "Run as a background job: the call returns {job_id, status} at once; poll get_job(job_id) for progress "
     "and, when completed, the result this tool would have returned."))]
 Work = Callable[[Progress], Awaitable[Any]]
+T = TypeVar("T")
 
 
 class JobStarted(BaseModel):
@@ -112,14 +113,18 @@ class JobRunner:
         self.task_group = task_group
         self._scopes: dict[str, anyio.CancelScope] = {}
 
-    def start(self, ctx: Any, org: str, tool: str, work: Work) -> Job:
-        job = self.store.create(org, tool)
+    async def _store(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Store work off the event loop on PostgreSQL (Database.run), as tools do with `app.store`."""
+        return await self.store.db.run(functools.partial(fn, *args, **kwargs))
+
+    async def start(self, ctx: Any, org: str, tool: str, work: Work) -> Job:
+        job = await self._store(self.store.create, org, tool)
         self.task_group.start_soon(self._run, ctx, job.job_id, tool, work)
         return job
 
     async def _run(self, ctx: Any, job_id: str, tool: str, work: Work) -> None:
         async def progress(done: float, total: float | None, message: str) -> None:
-            self.store.progress(job_id, done, total, message)
+            await self._store(self.store.progress, job_id, done, total, message)
 
         async def run(ctx: Any, job_id: str) -> Any:
             return await work(progress)
@@ -130,26 +135,27 @@ class JobRunner:
             self._scopes[job_id] = scope
             try:
                 result = await mapped(ctx=ctx, job_id=job_id)
-                self.store.finish(job_id, "completed", result=_structured(result))
+                await self._store(self.store.finish, job_id, "completed", result=_structured(result))
             except ToolError as exc:
-                self.store.finish(job_id, "failed", error=str(exc))
+                await self._store(self.store.finish, job_id, "failed", error=str(exc))
             finally:
                 self._scopes.pop(job_id, None)
                 if not scope.cancel_called:
-                    self.store.finish(job_id, "interrupted",
-                                      error="the server stopped before the job finished; call the tool again")
+                    with anyio.CancelScope(shield=True):  # the server is stopping: still record it
+                        await self._store(self.store.finish, job_id, "interrupted",
+                                          error="the server stopped before the job finished; call the tool again")
         await resource_updated(ctx, f"judge://jobs/{job_id}")  # completed, failed or cancelled
 
-    def cancel(self, org: str, job_id: str) -> Job:
-        job = self.store.get(org, job_id)
+    async def cancel(self, org: str, job_id: str) -> Job:
+        job = await self._store(self.store.get, org, job_id)
         if job.status != "working":
             return job
         scope = self._scopes.get(job_id)
         if scope is None:  # held by another replica (or process): it stops the work on its next heartbeat
-            return self.store.request_cancel(org, job_id)
-        self.store.finish(job_id, "cancelled", error="cancelled with cancel_job")
+            return await self._store(self.store.request_cancel, org, job_id)
+        await self._store(self.store.finish, job_id, "cancelled", error="cancelled with cancel_job")
         scope.cancel()
-        return self.store.get(org, job_id)
+        return await self._store(self.store.get, org, job_id)
 
     def cancel_here(self, job_id: str) -> None:
         """A job held here was cancelled on another replica: stop its work (its record says cancelled)."""
@@ -185,7 +191,7 @@ async def run_or_background(ctx: Any, tool: str, background: bool, work: Work,
             "open, so this call cannot run as a background job. Call it without background, or set "
             "JUDGE_MCP_MODEL to an API backend (e.g. anthropic:<model>) for background jobs.")
     runner = app.jobs
-    job = runner.start(ctx, organization_of(ctx), tool, work)
+    job = await runner.start(ctx, organization_of(ctx), tool, work)
     await client_log(ctx, "notice", f"{tool} started as job {job.job_id}")
     return as_result(JobStarted(job_id=job.job_id, status=job.status, tool=tool),
                      [ResourceLink(type="resource_link", uri=f"judge://jobs/{job.job_id}", name=f"job {job.job_id}",
@@ -214,14 +220,15 @@ def register(mcp: MCPServer[Any]) -> None:
             description="The job_id a tool called with background=true returned.")]) -> Job:
         """A background job: status (working, completed, failed, cancelled, interrupted), progress, the last
         message and, when completed, the structured result the tool would have returned (or the error)."""
-        return runner(ctx).store.get(organization_of(ctx), job_id)
+        jobs = runner(ctx)
+        return await app_of(ctx).store(jobs.store.get, organization_of(ctx), job_id)
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
                                           open_world_hint=False))
     @tool_errors
     async def cancel_job(ctx: Context, job_id: Annotated[str, Field(description="The job to cancel.")]) -> Job:
         """Cancel a working background job (its work stops); a finished job is returned as it is."""
-        return runner(ctx).cancel(organization_of(ctx), job_id)
+        return await runner(ctx).cancel(organization_of(ctx), job_id)
 
     @mcp.tool(annotations=READ)
     @tool_errors
@@ -232,4 +239,5 @@ def register(mcp: MCPServer[Any]) -> None:
     ) -> JobList:
         """This organization's background jobs, newest first (at most 100), without their results (get_job
         has them)."""
-        return JobList(jobs=runner(ctx).store.list(organization_of(ctx), status))
+        jobs = runner(ctx)
+        return JobList(jobs=await app_of(ctx).store(jobs.store.list, organization_of(ctx), status))

@@ -25,10 +25,18 @@ JSON = "application/json"
 
 
 def _found(read: Callable[[], T]) -> T:
-    """A store read whose not-found (or bad id) is the resource's not-found, with the store's message."""
+    """A read whose not-found (or bad id) is the resource's not-found, with the store's message."""
     try:
         return read()
     except (InputError, PromptError) as exc:
+        raise ResourceNotFoundError(str(exc)) from exc
+
+
+async def _stored(ctx: Context, read: Callable[..., T], *args: Any) -> T:
+    """A store read (`app.store`: off the event loop on PostgreSQL), its not-found the resource's not-found."""
+    try:
+        return await app_of(ctx).store(read, *args)
+    except InputError as exc:
         raise ResourceNotFoundError(str(exc)) from exc
 
 
@@ -42,12 +50,13 @@ def register(mcp: MCPServer[Any]) -> None:
     @mcp.resource("judge://agents/{agent_id}", name="agent", mime_type=JSON,
                   description="A judge agent of your organization (as get_agent returns it).")
     async def agent(agent_id: str, ctx: Context) -> str:
-        return _found(lambda: app_of(ctx).agents.get(organization_of(ctx), agent_id)).model_dump_json(indent=2)
+        agent = await _stored(ctx, app_of(ctx).agents.get, organization_of(ctx), agent_id)
+        return agent.model_dump_json(indent=2)
 
     @mcp.resource("judge://agents/{agent_id}/documents/{document_id}", name="guideline_document", mime_type=JSON,
                   description="One guideline document of an agent: its record (status, chunks, characters).")
     async def document(agent_id: str, document_id: str, ctx: Context) -> str:
-        docs = _found(lambda: app_of(ctx).guidelines.documents(organization_of(ctx), agent_id))
+        docs = await _stored(ctx, app_of(ctx).guidelines.documents, organization_of(ctx), agent_id)
         for doc in docs:
             if doc.id == document_id:
                 return doc.model_dump_json(indent=2)
@@ -56,22 +65,23 @@ def register(mcp: MCPServer[Any]) -> None:
     @mcp.resource("judge://runs/{run_id}", name="run", mime_type=JSON,
                   description="An evaluate_image run: brief, panel, iterations and plateau (as get_run returns it).")
     async def run(run_id: str, ctx: Context) -> str:
-        return _found(lambda: app_of(ctx).images.report(organization_of(ctx), run_id)).model_dump_json(indent=2)
+        report = await _stored(ctx, app_of(ctx).images.report, organization_of(ctx), run_id)
+        return report.model_dump_json(indent=2)
 
     @mcp.resource("judge://runs/{run_id}/chart.png", name="run_chart", mime_type="image/png",
                   description="A run's chart: best and mean aggregate per iteration, the plateau marked.")
     async def chart(run_id: str, ctx: Context) -> bytes:
         from .image_tools import run_chart_png
 
-        return run_chart_png(_found(lambda: app_of(ctx).images.report(organization_of(ctx), run_id)))
+        return run_chart_png(await _stored(ctx, app_of(ctx).images.report, organization_of(ctx), run_id))
 
     @mcp.resource("judge://calibrations/{calibration_id}", name="calibration", mime_type=JSON,
                   description="A calibrate_judge report (as get_calibration returns it).")
     async def calibration(calibration_id: str, ctx: Context) -> str:
         from judges.calibration.store import CalibrationStore
 
-        store = CalibrationStore(app_of(ctx).db)
-        return _found(lambda: store.get(organization_of(ctx), calibration_id)).model_dump_json(indent=2)
+        report = await _stored(ctx, CalibrationStore(app_of(ctx).db).get, organization_of(ctx), calibration_id)
+        return report.model_dump_json(indent=2)
 
     @mcp.resource("judge://calibrations/{calibration_id}/chart.png", name="calibration_chart", mime_type="image/png",
                   description="A calibration's chart: judge against human mean (scores) or the confusion matrix "
@@ -81,8 +91,8 @@ def register(mcp: MCPServer[Any]) -> None:
 
         from .calibration_tools import calibration_chart_png
 
-        store = CalibrationStore(app_of(ctx).db)
-        return calibration_chart_png(_found(lambda: store.get(organization_of(ctx), calibration_id)))
+        report = await _stored(ctx, CalibrationStore(app_of(ctx).db).get, organization_of(ctx), calibration_id)
+        return calibration_chart_png(report)
 
     @mcp.resource("judge://jobs/{job_id}", name="job", mime_type=JSON,
                   description="A background job (as get_job returns it).")
@@ -90,7 +100,8 @@ def register(mcp: MCPServer[Any]) -> None:
         runner = app_of(ctx).jobs
         if runner is None:
             raise ResourceNotFoundError("background jobs are not available in this server")
-        return _found(lambda: runner.store.get(organization_of(ctx), job_id)).model_dump_json(indent=2)
+        found = await _stored(ctx, runner.store.get, organization_of(ctx), job_id)
+        return found.model_dump_json(indent=2)
 
     @mcp.resource("judge://prompts/{+prompt_id}/{version}", name="prompt_asset", mime_type="text/plain",
                   description="A prompt asset's Jinja2 template, e.g. judge://prompts/image/judge/v1.",

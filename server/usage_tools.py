@@ -24,7 +24,7 @@ def register(mcp: MCPServer) -> None:
     ) -> UsageReport:
         """Model requests, tokens and cost (USD at the configured prices) of this organization per day and model,
         today's spend and what is left of the daily budget."""
-        metering = app_of(ctx).metering
-        if metering is None:
+        app = app_of(ctx)
+        if app.metering is None:
             raise ConfigError("usage is not recorded by this server")
-        return metering.ledger.report(organization_of(ctx), days)
+        return await app.store(app.metering.ledger.report, organization_of(ctx), days)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import logging
 import queue
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ import pytest
 
 from judges.store.database import open_database
 from judges.store.usage import UsageLedger
+
+REPO = str(Path(__file__).resolve().parents[1])
 
 
 @pytest.mark.anyio
@@ -82,3 +85,46 @@ def test_a_logged_traceback_is_written_by_the_writer_thread() -> None:
     queued.listener.stop()
     lines = out.getvalue().splitlines()
     assert lines[0] == "ERROR incident abc123" and lines[-1] == "ValueError: the cause"
+
+
+@pytest.mark.anyio
+async def test_a_call_waiting_on_postgresql_leaves_the_server_answering_others(postgres: Any, tmp_path: Path) -> None:
+    """A real server on PostgreSQL: while get_agent's SELECT waits on a lock another connection holds, the same
+    process still answers a call that needs no database (a prompt asset); get_agent answers once the lock is
+    released."""
+    import anyio
+    import psycopg
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    import prompts
+    from server.resources import prompt_uri
+    from tests.mcp_helpers import call, server_env
+
+    url = postgres.create_database()
+    env = server_env(tmp_path / "home", JUDGE_MCP_DATABASE_URL=url, JUDGE_MCP_WARM_EMBEDDINGS="false")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "server"], env=env | {"PYTHONPATH": REPO})
+    done: list[str] = []
+    with (tmp_path / "stderr").open("w") as err:
+        async with Client(stdio_client(params, errlog=err)) as client:
+            agent = await call(client, "create_agent", name="Locked out", system_prompt="Score it.")
+
+            async def get_agent() -> None:
+                got = await call(client, "get_agent", agent_id=agent["id"])
+                done.append(got["name"])
+
+            with psycopg.connect(url, autocommit=True) as holder, psycopg.connect(url, autocommit=True) as watcher:
+                async with anyio.create_task_group() as tg:
+                    with holder.transaction():
+                        holder.execute("LOCK TABLE agents IN ACCESS EXCLUSIVE MODE")
+                        tg.start_soon(get_agent)
+                        with anyio.fail_after(60):  # only a guard against a hang: the order below is the test
+                            while True:  # until get_agent's SELECT waits on the lock
+                                if watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE datname="
+                                                   "current_database() AND wait_event_type='Lock'").fetchone()[0]:
+                                    break
+                                await anyio.sleep(0.05)
+                            asset = await client.read_resource(prompt_uri(prompts.list_templates()[0]))
+                        done.append("prompt asset")
+                        assert done == ["prompt asset"]  # answered while get_agent still waits on the database
+    assert asset.contents[0].text and done == ["prompt asset", "Locked out"]

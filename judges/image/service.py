@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import anyio.to_thread
 from pydantic import BaseModel, Field
@@ -26,6 +27,8 @@ from judges.reading.agreement import krippendorff_alpha_interval
 from judges.reading.jury import Agreement
 from judges.store.agents import Agent, AgentStore
 from judges.store.guidelines import Guidelines
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,10 @@ class ImageJudging:
         self.guidelines = guidelines
         self.settings = settings
 
+    async def _store(self, fn: Callable[..., T], *args: Any) -> T:
+        """Store work from async code: off the event loop on PostgreSQL (Database.run)."""
+        return await self.runs.db.run(fn, *args)
+
     def load_images(self, refs: Sequence[str], policy: ImagePolicy | None = None) -> list[ImagePart]:
         if not refs:
             raise InputError("images must hold at least one image (a path, a data: URI or base64)")
@@ -126,20 +133,21 @@ class ImageJudging:
         if max_iterations is not None and not 1 <= max_iterations <= 100:
             raise InputError(f"max_iterations must be between 1 and 100 (got {max_iterations})")
         if run_id is not None and not agent_ids:
-            panel = self.runs.get(org, run_id).panel
-            agent_ids = [a for a in panel if self._live(org, a)] or None
-        agents = self.judges(org, agent_ids)
+            panel = (await self._store(self.runs.get, org, run_id)).panel
+            agent_ids = [a for a in panel if await self._store(self._live, org, a)] or None
+        agents = await self._store(self.judges, org, agent_ids)
         parts = await anyio.to_thread.run_sync(self.load_images, images, policy)  # decoding stays off the loop
         juries = {a.id: (jury or (jury_for(a.models) if a.models and jury_for else None)) for a in agents}
         clients = {a.id: client_for(a) for a in agents if not juries[a.id]}  # a missing backend fails here, first
         if run_id is None:
-            run_id = self.runs.create(org, brief, max_iterations or self.settings.max_iterations, [a.id for a in agents])
+            run_id = await self._store(self.runs.create, org, brief, max_iterations or self.settings.max_iterations,
+                                       [a.id for a in agents])
         else:
-            self.runs.get(org, run_id)
-            self.runs.set_panel(org, run_id, [a.id for a in agents])
+            await self._store(self.runs.get, org, run_id)
+            await self._store(self.runs.set_panel, org, run_id, [a.id for a in agents])
             if max_iterations is not None:
-                self.runs.set_max_iterations(org, run_id, max_iterations)
-        run = self.runs.get(org, run_id)
+                await self._store(self.runs.set_max_iterations, org, run_id, max_iterations)
+        run = await self._store(self.runs.get, org, run_id)
         number = len(run.iterations) + 1
         if number > run.max_iterations:
             raise InputError(f"run {run_id} has reached max_iterations={run.max_iterations}; "
@@ -157,8 +165,8 @@ class ImageJudging:
                                      fallback_score=self.settings.fallback_score, progress=progress, samples=samples,
                                      jury_of=lambda a: juries[a.id], logprobs=logprobs)
         ranking = aggregate_scores(evaluations, {a.id: a.scoring_weight for a in agents}, len(parts))
-        it = self.runs.record(run_id, prompt or "", ranking, evaluations)
-        run = self.runs.get(org, run_id)
+        it = await self._store(self.runs.record, run_id, prompt or "", ranking, evaluations)
+        run = await self._store(self.runs.get, org, run_id)
         return ImageEvaluation(run_id=run_id, iteration=it.iteration, evaluations=evaluations, ranking=ranking,
                                winner_index=it.winner_index, plateau=self.plateau(run), usage=it.usage,
                                run_usage=sum((i.usage for i in run.iterations), Usage()),
@@ -180,8 +188,8 @@ class ImageJudging:
             raise InputError("give exactly one of run_id (the run's last iteration is used) or evaluations")
         await progress(0, 3, "reading the evaluations")
         if run_id is not None:
-            number, evals = self.runs.evaluations(org, run_id)
-            run = self.runs.get(org, run_id)
+            number, evals = await self._store(self.runs.evaluations, org, run_id)
+            run = await self._store(self.runs.get, org, run_id)
             winner = run.iterations[number - 1].winner_index
             evaluations = [e for e in evals if winner is None or e.image_index == winner]
         assert evaluations is not None
@@ -192,7 +200,7 @@ class ImageJudging:
         await progress(1, 3, "retrieving guideline chunks for each judge")
         for agent_id in dict.fromkeys(e.agent_id for e in evaluations):
             try:
-                agent = self.agents.get(org, agent_id)
+                agent = await self._store(self.agents.get, org, agent_id)
             except InputError:
                 continue  # a deleted agent's feedback still counts, with the default weight
             agents[agent_id] = agent

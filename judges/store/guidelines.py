@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import logging
 import os
@@ -266,6 +267,21 @@ class Guidelines:
         with self.db.transaction() as conn:
             conn.execute(f"UPDATE documents SET {cols}, updated_at=? WHERE id=?", (*fields.values(), _now(), document_id))
 
+    async def _update(self, document_id: str, **fields: Any) -> None:
+        """`_set` from async code (Database.run: off the event loop on PostgreSQL)."""
+        await self.db.run(functools.partial(self._set, document_id, **fields))
+
+    def _insert(self, values: tuple[object, ...]) -> None:
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO documents (id, organization_id, agent_id, filename, mime_type, file_size, sha256, "
+                "processing_status, created_at, updated_at, owner, heartbeat_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                values)
+
+    def _delete(self, document_id: str) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("DELETE FROM documents WHERE id=?", (document_id,))
+
     def documents(self, org: str, agent_id: str) -> list[GuidelineDocument]:
         self.agents.get(org, agent_id)
         rows = self.db.query("SELECT * FROM documents WHERE agent_id=? AND organization_id=? ORDER BY created_at, "
@@ -276,7 +292,7 @@ class Guidelines:
     async def upload(self, org: str, agent_id: str, data: bytes, filename: str,
                      progress: Progress | None = None) -> GuidelineDocument:
         """Store one document for an agent; the same bytes again return the existing record, adding nothing."""
-        self.agents.get(org, agent_id)
+        await self.db.run(self.agents.get, org, agent_id)
         s = self.settings
         if len(data) > s.max_file_bytes:
             raise InputError(f"the file is {len(data)} bytes, more than the {s.max_file_bytes} allowed "
@@ -284,8 +300,8 @@ class Guidelines:
         if not data:
             raise InputError("the file is empty")
         digest = hashlib.sha256(data).hexdigest()
-        rows = self.db.query("SELECT * FROM documents WHERE agent_id=? AND organization_id=? AND sha256=?",
-                             (agent_id, org, digest))
+        rows = await self.db.run(self.db.query, "SELECT * FROM documents WHERE agent_id=? AND organization_id=? "
+                                 "AND sha256=?", (agent_id, org, digest))
         if rows and rows[0]["processing_status"] == "processed":
             return _document(rows[0])
         now = _now()
@@ -295,18 +311,13 @@ class Guidelines:
             if rows[0]["processing_status"] == "pending" and self._held(rows[0]):
                 raise InputError(f"{filename} is already being uploaded to this agent (document {document_id}); "
                                  "list_guidelines shows when it is processed")
-            self._set(document_id, processing_status="pending", error=None, filename=filename, owner=self.owner,
-                      heartbeat_at=now)
+            await self._update(document_id, processing_status="pending", error=None, filename=filename,
+                               owner=self.owner, heartbeat_at=now)
             await anyio.to_thread.run_sync(lambda: self.store.delete_document(agent_id, document_id))
         else:
             document_id = str(uuid.uuid4())
-            with self.db.transaction() as conn:
-                conn.execute(
-                    "INSERT INTO documents (id, organization_id, agent_id, filename, mime_type, file_size, sha256, "
-                    "processing_status, created_at, updated_at, owner, heartbeat_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (document_id, org, agent_id, filename, None, len(data), digest, "pending", now, now, self.owner,
-                     now),
-                )
+            await self.db.run(self._insert, (document_id, org, agent_id, filename, None, len(data), digest, "pending",
+                                             now, now, self.owner, now))
         try:
             return await self._process(org, agent_id, document_id, data, filename, progress)
         finally:
@@ -334,51 +345,50 @@ class Guidelines:
             parsed = await anyio.to_thread.run_sync(
                 lambda: self.parser.parse(data, filename, s.limits, timeout_s=s.parse_timeout_s)
             )
-            self._set(document_id, mime_type=parsed.mime_type, pages=parsed.pages, characters=len(parsed.text))
+            await self._update(document_id, mime_type=parsed.mime_type, pages=parsed.pages, characters=len(parsed.text))
             chunks = chunk_text(parsed.text, s.chunk_size, s.chunk_overlap, parsed.page_starts or None)
             # Embedded and stored batch by batch: the record's chunk_count shows the progress, a
             # delete stops the upload at the next batch, and memory stays flat for long files.
             for start in range(0, len(chunks), s.embed_batch):
-                if (why := self._still_wanted(org, agent_id, document_id)) is not None:
+                if (why := await self.db.run(self._still_wanted, org, agent_id, document_id)) is not None:
                     raise UploadCancelled(f"upload of {filename} cancelled: {why}")
                 part = chunks[start : start + s.embed_batch]
                 await report(start, len(chunks), f"embedding chunks {start + 1}–{start + len(part)} of {len(chunks)}")
                 vectors = await anyio.to_thread.run_sync(self.store.embedder.embed, [c.text for c in part])
                 await anyio.to_thread.run_sync(self.store.add, agent_id, document_id, filename, part, vectors)
-                self._set(document_id, chunk_count=start + len(part))
+                await self._update(document_id, chunk_count=start + len(part))
             await report(len(chunks), len(chunks), f"stored {len(chunks)} of {len(chunks)} chunks")
             # Added first, checked after: a delete that raced the last add is seen here and undone.
-            if (why := self._still_wanted(org, agent_id, document_id)) is not None:
+            if (why := await self.db.run(self._still_wanted, org, agent_id, document_id)) is not None:
                 raise UploadCancelled(f"upload of {filename} cancelled: {why}")
-            self._set(document_id, processing_status="processed", chunk_count=len(chunks), owner=None)
+            await self._update(document_id, processing_status="processed", chunk_count=len(chunks), owner=None)
         except DocumentError as exc:
-            self._set(document_id, processing_status="failed", error=str(exc), owner=None)
+            await self._update(document_id, processing_status="failed", error=str(exc), owner=None)
         except UploadCancelled as exc:
             await anyio.to_thread.run_sync(lambda: self.store.delete_document(agent_id, document_id))
-            self._set(document_id, processing_status="failed", error=str(exc), owner=None)
+            await self._update(document_id, processing_status="failed", error=str(exc), owner=None)
             raise
         except Exception as exc:
             log.exception("guideline upload failed")
-            self._set(document_id, processing_status="failed", error=f"{type(exc).__name__}: {exc}", owner=None)
+            await self._update(document_id, processing_status="failed", error=f"{type(exc).__name__}: {exc}", owner=None)
             await anyio.to_thread.run_sync(lambda: self.store.delete_document(agent_id, document_id))
             if isinstance(exc, StoreError):
                 raise
         except BaseException:  # the request was cancelled: no record stays pending, no chunks stay
             with anyio.CancelScope(shield=True):
-                self._set(document_id, processing_status="failed", error="the upload was cancelled; upload again",
+                await self._update(document_id, processing_status="failed", error="the upload was cancelled; upload again",
                           owner=None)
                 await anyio.to_thread.run_sync(lambda: self.store.delete_document(agent_id, document_id))
             raise
-        return self._get(org, agent_id, document_id)
+        return await self.db.run(self._get, org, agent_id, document_id)
 
     async def delete(self, org: str, agent_id: str, document_id: str) -> GuidelineDocument:
-        self.agents.get(org, agent_id)
-        doc = self._get(org, agent_id, document_id)
+        await self.db.run(self.agents.get, org, agent_id)
+        doc = await self.db.run(self._get, org, agent_id, document_id)
         await self.ready()
         if doc.processing_status == "pending":
             self._cancelled.add(document_id)  # an upload in this process stops at its next step
-        with self.db.transaction() as conn:
-            conn.execute("DELETE FROM documents WHERE id=?", (document_id,))
+        await self.db.run(self._delete, document_id)
         # Record first, chunks after: an upload in flight (here or in another process) sees the
         # record gone once it has added its chunks, and removes them itself.
         await anyio.to_thread.run_sync(lambda: self.store.delete_document(agent_id, document_id))
@@ -387,7 +397,7 @@ class Guidelines:
     async def search(self, org: str, agent_id: str, query: str, top_k: int | None = None,
                      threshold: float | None = None) -> list[GuidelineChunk]:
         """Chunks of this agent's processed documents, best first; defaults from the agent's rag_config."""
-        agent = self.agents.get(org, agent_id)
+        agent = await self.db.run(self.agents.get, org, agent_id)
         if not query.strip():
             raise InputError("query must not be empty")
         k = top_k if top_k is not None else agent.rag_config.top_k
@@ -397,7 +407,8 @@ class Guidelines:
         t = self.settings.default_threshold if t is None else t
         if not 0 <= t <= 1:
             raise InputError(f"similarity_threshold must be between 0 and 1 (got {t:g})")
-        processed = [r["id"] for r in self.db.query(
+        processed = [r["id"] for r in await self.db.run(
+            self.db.query,
             "SELECT id FROM documents WHERE agent_id=? AND organization_id=? AND processing_status='processed'",
             (agent_id, org))]
         if not processed:
