@@ -153,7 +153,7 @@ class JudgeServer(MCPServer[AppContext]):
             app = self.app
             if app is not None and app.limiter is not None and context is not None:
                 organization = organization_of(context)
-                await anyio.to_thread.run_sync(app.limiter.take, organization)
+                await app.store(app.limiter.take, organization)
         except JudgeError as exc:
             log_call(name, (), {}, 0.0, failure_of(exc).kind, None)
             raise tool_error(failure_of(exc)) from exc
