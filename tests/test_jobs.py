@@ -36,6 +36,15 @@ def test_progress_and_the_result_are_stored(db: Database) -> None:
     assert [(j.job_id, j.result) for j in jobs.list("o")] == [(job.job_id, None)]  # results only from get
 
 
+def test_progress_written_out_of_order_keeps_the_furthest(db: Database) -> None:
+    jobs = JobStore(db)
+    job = jobs.create("o", "evaluate_image")
+    jobs.progress(job.job_id, 2, 2, "judge B done")
+    jobs.progress(job.job_id, 1, 2, "judge A done")  # committed second, reported first
+    stored = jobs.get("o", job.job_id)
+    assert (stored.progress, stored.total, stored.message) == (2, 2, "judge B done")
+
+
 @pytest.mark.parametrize("engine", ["sqlite"])  # one home, one host: process ids; PostgreSQL: leases (below)
 def test_a_restart_interrupts_jobs_of_dead_workers_on_this_host_only(db: Database) -> None:
     host = socket.gethostname()

@@ -101,11 +101,14 @@ class JobStore:
         return [_job(r, with_result=False) for r in rows]
 
     def progress(self, job_id: str, done: float, total: float | None, message: str) -> None:
-        """Record progress (and a heartbeat) of a job that is still working."""
+        """Record progress (and a heartbeat) of a job that is still working. Progress only moves forward (as MCP
+        progress must): judges finishing at once report together, and on PostgreSQL their writes run in worker
+        threads that may commit in either order, so a report behind the stored one leaves it as it is."""
         now = _now()
         with self.db.transaction() as conn:
             conn.execute("UPDATE jobs SET progress=?, total=?, message=?, heartbeat_at=?, updated_at=? "
-                         "WHERE id=? AND status='working'", (done, total, message, now, now, job_id))
+                         "WHERE id=? AND status='working' AND (progress IS NULL OR progress <= ?)",
+                         (done, total, message, now, now, job_id, done))
 
     def finish(self, job_id: str, status: JobStatus, *, result: dict[str, Any] | None = None,
                error: str | None = None) -> None:
