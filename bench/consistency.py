@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -87,39 +87,38 @@ async def session(base_url: str, calls: list[int], tool: str = "pairwise_compare
     return out
 
 
+def wall_times(timed: list[tuple[float, dict[str, Any]]]) -> tuple[float, float]:
+    """Median wall time of the samples=1 and the samples=5 calls (alternating)."""
+    one = statistics.median(w for i, (w, _) in enumerate(timed) if i % 2 == 0)
+    five = statistics.median(w for i, (w, _) in enumerate(timed) if i % 2 == 1)
+    return one, five
+
+
+def report(label: str, key: str, sds: tuple[float, ...], stat: Callable[[dict[str, Any]], float], per_sd: int,
+           repeats: int, seed_of: Callable[[float], int], tool: str = "pairwise_compare",
+           args: dict[str, Any] | None = None, **fake: Any) -> None:
+    """How the reported sd tracks the true one, then samples=5 against samples=1 in wall time."""
+    print(f"{label}: true sd | reported sd (mean of {per_sd} calls, samples=10) | ratio")
+    for sd in sds:
+        with fake_model(sd, 0.0, seed=seed_of(sd), **fake) as url:
+            results = anyio.run(session, url, [10] * per_sd, tool, args)
+        reported = [stat(r) for _, r in results]
+        mean_sd = statistics.fmean(reported)
+        print(f"{sd:7.2f} | {mean_sd:6.3f} (min {min(reported):.3f}, max {max(reported):.3f}) | {mean_sd / sd:.3f}")
+    with fake_model(sds[1], LATENCY, seed=1, **fake) as url:
+        one, five = wall_times(anyio.run(session, url, [1, 5] * repeats, tool, args))
+    print(f"{label} wall time, {LATENCY * 1000:.0f} ms per reply, median of {repeats}: samples=1 {one * 1000:.0f} ms, "
+          f"samples=5 {five * 1000:.0f} ms, ratio {five / one:.3f} (target ≤ 1.2; serial would be 5.0)")
+    print(json.dumps({f"{key}samples_1_ms": round(one * 1000), f"{key}samples_5_ms": round(five * 1000),
+                      f"{key}ratio": round(five / one, 3)}))
+
+
 def main() -> None:
     per_sd = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 7
-    print(f"true sd | reported sd (mean of {per_sd} calls, samples=10) | ratio")
-    for sd in (2.0, 5.0, 10.0):
-        with fake_model(sd, 0.0, seed=int(sd)) as url:
-            results = anyio.run(session, url, [10] * per_sd)
-        reported = [r["sample_stats"][0]["sd"] for _, r in results]
-        mean_sd = statistics.fmean(reported)
-        print(f"{sd:7.1f} | {mean_sd:6.2f} (min {min(reported):.2f}, max {max(reported):.2f}) | {mean_sd / sd:.3f}")
-    with fake_model(5.0, LATENCY, seed=1) as url:
-        timed = anyio.run(session, url, [1, 5] * repeats)
-    one = statistics.median(w for i, (w, _) in enumerate(timed) if i % 2 == 0)
-    five = statistics.median(w for i, (w, _) in enumerate(timed) if i % 2 == 1)
-    print(f"wall time, {LATENCY * 1000:.0f} ms per reply, median of {repeats}: samples=1 {one * 1000:.0f} ms, "
-          f"samples=5 {five * 1000:.0f} ms, ratio {five / one:.3f} (target ≤ 1.2; serial would be 5.0)")
-    print(json.dumps({"samples_1_ms": round(one * 1000), "samples_5_ms": round(five * 1000),
-                      "ratio": round(five / one, 3)}))
-    print(f"judge_code: true sd | reported tests_edge sd (mean of {per_sd} calls, samples=10) | ratio")
-    for sd in (0.02, 0.05, 0.1):
-        with fake_model(sd, 0.0, seed=1000 + int(sd * 100), reply=CODE_VERDICT, mean=0.5) as url:
-            results = anyio.run(session, url, [10] * per_sd, "judge_code", CODE_ARGS)
-        reported = [r["sample_stats"]["tests_edge"]["sd"] for _, r in results]
-        mean_sd = statistics.fmean(reported)
-        print(f"{sd:7.2f} | {mean_sd:6.3f} (min {min(reported):.3f}, max {max(reported):.3f}) | {mean_sd / sd:.3f}")
-    with fake_model(0.05, LATENCY, seed=1, reply=CODE_VERDICT, mean=0.5) as url:
-        timed = anyio.run(session, url, [1, 5] * repeats, "judge_code", CODE_ARGS)
-    one = statistics.median(w for i, (w, _) in enumerate(timed) if i % 2 == 0)
-    five = statistics.median(w for i, (w, _) in enumerate(timed) if i % 2 == 1)
-    print(f"judge_code wall time, {LATENCY * 1000:.0f} ms per reply, median of {repeats}: samples=1 {one * 1000:.0f} ms, "
-          f"samples=5 {five * 1000:.0f} ms, ratio {five / one:.3f} (target ≤ 1.2; serial would be 5.0)")
-    print(json.dumps({"judge_code_samples_1_ms": round(one * 1000), "judge_code_samples_5_ms": round(five * 1000),
-                      "judge_code_ratio": round(five / one, 3)}))
+    report("viescore", "", (2.0, 5.0, 10.0), lambda r: r["sample_stats"][0]["sd"], per_sd, repeats, int)
+    report("judge_code", "judge_code_", (0.02, 0.05, 0.1), lambda r: r["sample_stats"]["tests_edge"]["sd"], per_sd,
+           repeats, lambda sd: 1000 + int(sd * 100), tool="judge_code", args=CODE_ARGS, reply=CODE_VERDICT, mean=0.5)
 
 
 if __name__ == "__main__":
