@@ -8,7 +8,6 @@ when it can be found at the top level of the line (else null, as JSON-RPC says).
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import logging
 import os
@@ -123,12 +122,11 @@ async def _pipe_stdio() -> AsyncIterator[tuple[Any, Any] | None]:
     files for anyio, each read, write and flush a hand-off to a thread and back, ≈0.2-0.5 ms of a call
     here). As the SDK does, fd 0 then reads the null device and fd 1 writes to stderr while serving, so a
     library's stray print never reaches the wire. Otherwise (a terminal, a file) None: the SDK's transport."""
-    if not (_is_pipe(0) and _is_pipe(1)):
+    if os.name != "posix" or not (_is_pipe(0) and _is_pipe(1)):  # Windows' loops serve no pipes this way
         yield None
         return
     loop = asyncio.get_running_loop()
-    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    wire_in, wire_out = os.dup(0), os.dup(1)  # not inherited by child processes (PEP 446); 0-2 are open: fds ≥ 3
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)

@@ -51,6 +51,27 @@ def test_stdout_carries_only_protocol_messages(tmp_path: Path) -> None:
 
 
 
+def test_while_serving_stdio_the_process_stdout_is_stderr_and_its_stdin_the_null_device(tmp_path: Path) -> None:
+    """The wire is served from private copies of the pipes: a library's stray print (fd 1) lands in the log, and
+    nothing else can read the host's messages (fd 0)."""
+    import os
+
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+    with (tmp_path / "stderr.log").open("w") as err:
+        proc = subprocess.Popen([JUDGE_MCP], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
+                                env=server_env(tmp_path))
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(initialize) + "\n")
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())
+        fds = [os.readlink(f"/proc/{proc.pid}/fd/{fd}") for fd in (0, 1, 2)]
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert reply["id"] == 1
+    assert fds == ["/dev/null", str(tmp_path / "stderr.log"), str(tmp_path / "stderr.log")]
+
+
 @pytest.fixture
 def http_server(tmp_path: Path) -> Iterator[str]:
     port = free_port()
