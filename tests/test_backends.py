@@ -253,3 +253,46 @@ def test_the_call_s_model_wins_then_the_agent_s_then_the_server_default(call: st
     reg = ModelRegistry("openai:default-model", BackendConfig(openai_api_key="o"), CallPolicy(), 1)
     client = reg.resolve(call, agent_model=agent)
     assert client.inner.model == chosen  # type: ignore[attr-defined]
+
+
+async def test_a_first_call_waiting_for_the_warm_ups_lock_leaves_the_event_loop_serving(
+        client_for: Callable[..., ModelClient], fake_server: FakeModelServer) -> None:
+    """The SDK is built under HEAVY, which the warm-up holds while it loads the embedding model: the first
+    call waits for it in a worker thread, and the event loop keeps answering other work meanwhile."""
+    import itertools
+    import threading
+    import time
+
+    import anyio
+
+    from rag.warmup import HEAVY
+
+    fake_server.enqueue(Scripted(text="fine"))
+    client = client_for(fake_server, "openai:gpt-fake")
+    held, release = threading.Event(), threading.Event()
+
+    def warm_up() -> None:
+        with HEAVY:
+            held.set()
+            release.wait(5)
+
+    thread = threading.Thread(target=warm_up)
+    thread.start()
+    held.wait(5)
+    ticks: list[float] = []
+    reply = None
+
+    async def first_call() -> None:
+        nonlocal reply
+        reply = await client.complete(ask())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(first_call)
+        for _ in range(20):  # the loop keeps running while the call waits for the lock
+            ticks.append(time.monotonic())
+            await anyio.sleep(0.01)
+        assert reply is None  # still waiting: the lock is held
+        release.set()
+    thread.join()
+    assert reply is not None and reply.text == "fine"
+    assert max(b - a for a, b in itertools.pairwise(ticks)) < 0.15

@@ -193,11 +193,13 @@ async def test_propose_patch_reports_each_gate_and_fixer_call(tmp_path: Path, fa
     home = tmp_path / "home"
     project = make_project(home / "shop")
     async with judge_mcp(home, "s", JUDGE_MCP_GATE_SANDBOX="none", **model_env(fake)) as s:
-        _, seen = await with_progress(s.client, "propose_patch", spec="cart totals", root=str(project))
+        result, seen = await with_progress(s.client, "propose_patch", spec="cart totals", root=str(project))
     assert [(p, t) for p, t, _ in seen] == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
     assert [m.split(" in ")[0] for _, _, m in seen[1:4]] == [
         "diagnostics: gate lint failed", "diagnostics: gate types failed", "diagnostics: gate tests failed"]
-    assert seen[4][2] == "round 1: the fixer proposed 1 op(s), ok"
+    # On a failure, say why: the fixer's error as the result carries it, and the end of the server's log.
+    assert seen[4][2] == "round 1: the fixer proposed 1 op(s), ok", (
+        f"error: {result.get('error')!r}; raw: {result.get('raw_response')!r}\nserver log:\n{s.stderr()[-4000:]}")
 
 
 # --- background jobs -------------------------------------------------------------------------------------

@@ -7,6 +7,8 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
+import anyio
+
 from judges.errors import BackendError
 from judges.models.guard import backend_error_from_sdk
 from judges.models.protocol import ImagePart, Message, ModelReply, ModelRequest, TextPart
@@ -95,7 +97,9 @@ class SdkClient:
         raise NotImplementedError
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        client = self._client()
+        # The first call builds the SDK under HEAVY, which the warm-up holds for seconds while it loads the
+        # embedding model: wait for it in a worker thread, never on the event loop (other calls keep going).
+        client = self._sdk if self._sdk is not None else await anyio.to_thread.run_sync(self._client)
         started = time.monotonic()
         sent = 0
         while True:
