@@ -161,6 +161,8 @@ class LazyTools(ToolManager):
             if recipe is not None:
                 fn, kwargs = recipe
                 tool = Tool.from_function(fn, **kwargs)
+                if tool.fn_metadata.output_schema is not None:
+                    tool.fn_metadata.output_schema = lean_schema(tool.fn_metadata.output_schema)
                 self._tools[tool.name] = tool
 
     def get_tool(self, name: str) -> Tool | None:
@@ -176,6 +178,31 @@ class LazyTools(ToolManager):
         for name in list(self._recipes):
             self._build(name)
         return [self._tools[name] for name in self.names]
+
+
+_PLAIN = frozenset({"type", "items", "additionalProperties"})
+
+
+def lean_schema(node: Any) -> Any:
+    """The same schema with each `anyOf` of plain types (pydantic's `X | None`: `{"anyOf": [{"type": "string"},
+    {"type": "null"}]}`) written as one type list (`{"type": ["string", "null"]}`). It admits exactly the same
+    values; a client checks it without building an error for every branch that does not match (the SDK's client
+    checks every result against its tool's output schema: ~40% less time for an agent, bench/http_load.py)."""
+    if isinstance(node, list):
+        return [lean_schema(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    node = {k: lean_schema(v) for k, v in node.items()}
+    branches = node.get("anyOf")
+    if (isinstance(branches, list) and len(branches) > 1 and "type" not in node
+            and all(isinstance(b, dict) and isinstance(b.get("type"), str) and set(b) <= _PLAIN for b in branches)
+            and len({b["type"] for b in branches}) == len(branches) and sum(len(b) > 1 for b in branches) <= 1
+            and not any(k in node for b in branches for k in b if k != "type")):
+        del node["anyOf"]
+        for branch in branches:
+            node.update({k: v for k, v in branch.items() if k != "type"})
+        node["type"] = [b["type"] for b in branches]
+    return node
 
 
 class Registrations:

@@ -87,6 +87,63 @@ def test_a_logged_traceback_is_written_by_the_writer_thread() -> None:
     assert lines[0] == "ERROR incident abc123" and lines[-1] == "ValueError: the cause"
 
 
+def test_a_short_line_with_room_on_stderr_is_written_by_the_calling_thread() -> None:
+    logger, queued, out = _queued_logger("tests.per_call.inline")
+    logger.info("tool=get_agent outcome=ok")
+    written_at_once = out.getvalue()  # before any flush: the writer thread had no part in it
+    queued.listener.stop()
+    assert written_at_once == "INFO tool=get_agent outcome=ok\n"
+
+
+def test_lines_after_one_that_found_stderr_full_wait_behind_it_in_order() -> None:
+    logger, queued, out = _queued_logger("tests.per_call.full")
+    room = iter([False, True, True, True])
+    gate = threading.Event()
+    write = queued.listener._write
+
+    def held_write(records: list[logging.LogRecord]) -> None:
+        gate.wait(5)  # the writer thread is slow to write the queued line
+        write(records)
+
+    queued.listener._write = held_write
+    queued._ready = lambda: next(room, True)
+    for i in range(4):
+        logger.info("line %d", i)
+    nothing_yet = out.getvalue()
+    gate.set()
+    queued.flush()
+    queued.listener.stop()
+    assert nothing_yet == "" and out.getvalue().splitlines() == [f"INFO line {i}" for i in range(4)]
+
+
+@pytest.mark.anyio
+async def test_a_server_whose_stderr_nobody_reads_keeps_answering(tmp_path: Path) -> None:
+    """A host that never reads the server's stderr: once the pipe is full every later line waits in the queue
+    for the writer thread, and calls keep being answered."""
+    import fcntl
+    import os
+
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from tests.mcp_helpers import call, server_env
+
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, 1031, 4096)  # F_SETPIPE_SZ: one page, full after ~40 lines
+    env = server_env(tmp_path / "home", JUDGE_MCP_WARM_EMBEDDINGS="false", JUDGE_MCP_LOG_LEVEL="INFO")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "server"], env=env | {"PYTHONPATH": REPO})
+    with os.fdopen(write_end, "w") as err, os.fdopen(read_end, "rb") as unread:
+        async with Client(stdio_client(params, errlog=err)) as client:
+            agent = await call(client, "create_agent", name="Brand", system_prompt="p")
+            with anyio.fail_after(60):
+                got = [await call(client, "get_agent", agent_id=agent["id"]) for _ in range(300)]
+            os.set_blocking(unread.fileno(), False)
+            backlog = unread.read() or b""  # the host reads at last: the queued lines follow
+    assert len(got) == 300 and {g["id"] for g in got} == {agent["id"]}
+    assert len(backlog) > 4096 - 200  # the pipe was full (but for less than a line) while the calls were answered
+
+
 @pytest.mark.anyio
 async def test_a_call_waiting_on_postgresql_leaves_the_server_answering_others(postgres: Any, tmp_path: Path) -> None:
     """A real server on PostgreSQL: while get_agent's SELECT waits on a lock another connection holds, the same

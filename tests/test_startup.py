@@ -270,3 +270,52 @@ def test_importing_the_cli_leaves_a_paused_collector_paused() -> None:
     probe = "import gc; gc.disable(); import server.cli; print(gc.isenabled(), gc.get_freeze_count())"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.split() == ["False", "0"]
+
+
+def test_a_nullable_field_is_published_as_a_type_list() -> None:
+    from server.startup import lean_schema
+
+    schema = {"type": "object", "properties": {
+        "name": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None, "title": "Name"},
+        "tags": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]},
+        "scale": {"anyOf": [{"$ref": "#/$defs/Scale"}, {"type": "null"}]},
+        "either": {"anyOf": [{"type": "array", "items": {"type": "string"}},
+                             {"type": "array", "items": {"type": "integer"}}]}}}
+    lean = lean_schema(schema)["properties"]
+    assert lean["name"] == {"type": ["string", "null"], "default": None, "title": "Name"}
+    assert lean["tags"] == {"type": ["array", "null"], "items": {"type": "string"}}
+    assert lean["scale"] == schema["properties"]["scale"]  # a reference stays a branch
+    assert lean["either"] == schema["properties"]["either"]  # two branches of one type stay apart
+
+
+def test_the_lean_output_schema_of_an_agent_admits_and_refuses_what_the_pydantic_one_does() -> None:
+    import jsonschema
+
+    from judges.store.agents import Agent
+    from server.startup import lean_schema
+
+    full = Agent.model_json_schema(mode="serialization")
+    lean = lean_schema(full)
+    agent = {"id": "a1", "organization_id": "o", "name": "n", "system_prompt": "p", "evaluation_categories": None,
+             "scoring_weight": 50, "optimization_weight": 50, "rag_config": {"top_k": 5, "similarity_threshold": None},
+             "template_id": None, "model": None, "models": ["openai:a", "openai:b"], "score_scale": {"min": 0, "max": 10},
+             "created_at": "t", "updated_at": "t", "deleted_at": None}
+    wrong = [{**agent, "model": 5}, {**agent, "models": "openai:a"}, {**agent, "models": [1]},
+             {**agent, "rag_config": {"top_k": 5, "similarity_threshold": "high"}}, {**agent, "name": None}]
+    for schema in (full, lean):
+        jsonschema.validate(agent, schema)
+        for value in wrong:
+            with pytest.raises(jsonschema.ValidationError):
+                jsonschema.validate(value, schema)
+    assert "anyOf" not in json.dumps(lean)
+
+
+@pytest.mark.anyio
+async def test_get_agent_publishes_its_nullable_fields_as_type_lists_and_its_result_passes_the_clients_check(
+        tmp_path: Path) -> None:
+    async with started(tmp_path) as server:
+        tools = {t.name: t for t in (await server.client.list_tools()).tools}
+        created = await server.client.call_tool("create_agent", {"name": "Brand", "system_prompt": "p"})
+        got = await server.client.call_tool("get_agent", {"agent_id": created.structured_content["id"]})
+    assert tools["get_agent"].output_schema["properties"]["model"]["type"] == ["string", "null"]
+    assert not got.is_error and got.structured_content["model"] is None  # the client checked it against the schema
