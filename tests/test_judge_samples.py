@@ -211,16 +211,18 @@ def home(tmp_path: Path) -> Iterator[Path]:
 
 
 FILES = [{"path": "calc.py", "content": "def add(a: int, b: int) -> int:\n    return a + b\n"}]
+# judge_code with three samples; THREE_VERDICTS answers them (first_asks: one verdict per sample's first ask).
+THREE_SAMPLES: dict[str, Any] = {"spec": "add two numbers", "files": FILES, "run_gates": False, "samples": 3}
+THREE_VERDICTS = [code_verdict("accept", 1.0), code_verdict("revise", 0.5), code_verdict("accept", 0.0)]
 
 
 @pytest.mark.anyio
 @pytest.mark.e2e
 async def test_judge_code_with_three_samples_reports_the_vote_and_the_scores_spread(
         home: Path, fake_server: FakeModelServer) -> None:
-    fake_server.respond_with(first_asks([code_verdict("accept", 1.0), code_verdict("revise", 0.5),
-                                         code_verdict("accept", 0.0)]))
+    fake_server.respond_with(first_asks(THREE_VERDICTS))
     async with judge_mcp(home, fake_server) as c:
-        result = await call(c, "judge_code", spec="add two numbers", files=FILES, run_gates=False, samples=3)
+        result = await call(c, "judge_code", **THREE_SAMPLES)
     edge = result["sample_stats"]["tests_edge"]
     assert (result["verdict"], result["votes"]["counts"], result["votes"]["consistent"]) == (
         "accept", {"accept": 2, "revise": 1}, True)
@@ -234,7 +236,7 @@ async def test_judge_code_with_three_samples_reports_the_vote_and_the_scores_spr
 async def test_judge_code_split_vote_with_a_failed_sample_is_a_tie(home: Path, fake_server: FakeModelServer) -> None:
     fake_server.respond_with(first_asks([code_verdict("accept"), "I will not judge this.", code_verdict("reject")]))
     async with judge_mcp(home, fake_server) as c:
-        result = await call(c, "judge_code", spec="add two numbers", files=FILES, run_gates=False, samples=3)
+        result = await call(c, "judge_code", **THREE_SAMPLES)
     assert result["votes"] == {"counts": {"accept": 1, "reject": 1}, "majority": "Tie", "consistent": False,
                                "failed": 1}
     assert result["verdict"] == "reject"
@@ -361,11 +363,10 @@ async def test_evaluate_image_without_expected_score_asks_for_no_logprobs(
 @pytest.mark.e2e
 async def test_a_repeated_judge_code_with_samples_is_answered_per_sample_from_the_cache(
         home: Path, fake_server: FakeModelServer) -> None:
-    fake_server.respond_with(first_asks([code_verdict("accept", 1.0), code_verdict("revise", 0.5),
-                                         code_verdict("accept", 0.0)]))
+    fake_server.respond_with(first_asks(THREE_VERDICTS))
     async with judge_mcp(home, fake_server) as c:
-        first = await call(c, "judge_code", spec="add two numbers", files=FILES, run_gates=False, samples=3)
-        again = await call(c, "judge_code", spec="add two numbers", files=FILES, run_gates=False, samples=3)
+        first = await call(c, "judge_code", **THREE_SAMPLES)
+        again = await call(c, "judge_code", **THREE_SAMPLES)
     assert len(fake_server.requests) == 3 and (again["usage"]["cache_hits"], again["usage"]["cached"]) == (3, True)
     assert again["samples"] == first["samples"] and again["sample_stats"] == first["sample_stats"]
 
