@@ -307,7 +307,47 @@ def test_the_lean_output_schema_of_an_agent_admits_and_refuses_what_the_pydantic
         for value in wrong:
             with pytest.raises(jsonschema.ValidationError):
                 jsonschema.validate(value, schema)
-    assert "anyOf" not in json.dumps(lean)
+    assert "anyOf" not in json.dumps(lean) and "$ref" not in json.dumps(lean)
+
+
+def test_a_reference_to_a_definition_is_replaced_by_the_definition_with_the_uses_own_annotations() -> None:
+    from server.startup import lean_schema
+
+    schema = {"type": "object", "$defs": {"Scale": {"title": "Scale", "type": "object",
+                                                     "properties": {"max": {"type": "number"}}}},
+              "properties": {"scale": {"$ref": "#/$defs/Scale", "description": "The agent's scale."}}}
+    assert lean_schema(schema) == {"type": "object", "properties": {"scale": {
+        "title": "Scale", "type": "object", "properties": {"max": {"type": "number"}}, "description": "The agent's scale."}}}
+
+
+def test_a_recursive_definition_stays_a_reference_and_keeps_its_definition() -> None:
+    from server.startup import lean_schema
+
+    node = {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}
+    schema = {"$defs": {"Node": node}, "properties": {"root": {"$ref": "#/$defs/Node"}}, "type": "object"}
+    assert lean_schema(schema) == schema
+
+
+def test_a_reference_with_a_constraint_beside_it_stays_a_reference() -> None:
+    from server.startup import lean_schema
+
+    schema = {"$defs": {"Tags": {"type": "array", "items": {"type": "string"}}},
+              "properties": {"tags": {"$ref": "#/$defs/Tags", "maxItems": 3}}, "type": "object"}
+    assert lean_schema(schema) == schema
+
+
+def test_no_tools_output_schema_has_a_reference_left(tmp_path: Path) -> None:
+    """None of our results is recursive: every definition is inlined, so a client's check of a result resolves
+    no reference (the tools' listing is the one hosts get)."""
+    from server.app import create_server
+    from server.settings import Settings
+
+    async def output_schemas() -> list[str]:
+        server = create_server(Settings(home=tmp_path))
+        return [json.dumps(t.output_schema) for t in await server.list_tools() if t.output_schema]
+
+    schemas = anyio.run(output_schemas)
+    assert len(schemas) == 30 and not [s for s in schemas if "$ref" in s or "$defs" in s]
 
 
 @pytest.mark.anyio
