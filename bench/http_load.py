@@ -11,7 +11,16 @@ taken from the servers). So the bare server also answers get_agent with the very
 constant of the same pydantic model: the same output schema, the same bytes to send and for the client to
 check), and the third row compares like with like: what judge-mcp adds per call (auth, the store read, the call's
 log line, error mapping) without the difference in the answer's size.
-Usage: python bench/http_load.py [--sessions 10 50] [--seconds 10] [--tree DIR (the judge-mcp checkout to run)]
+
+Two harnesses, both printed. `mcp`: each session is the SDK's MCP client. On a 2-core machine that client spends
+more CPU per call than either server (it also checks every result against the tool's output schema), so with
+client and servers on the same cores this measures mostly the client: the calls/s ratio is then the ratio of
+the CPU per call of client and server together. `raw`: each session is one HTTP connection posting the very
+request the MCP client sends (same headers and JSON-RPC body, captured from it) and parsing every answer (an
+error or `isError` counts as an error): about half the client CPU per call, so the server is the bottleneck
+and calls/s is what one replica serves, as a load generator on other machines would find.
+Usage: python bench/http_load.py [--sessions 10 50] [--seconds 10] [--harness mcp raw] [--tree DIR (the
+judge-mcp checkout to run)]
 """
 
 from __future__ import annotations
@@ -124,11 +133,63 @@ async def load(url: str | list[str], token: str | None, tool: str, args: dict[st
         server_cpu, own_cpu = cpu_s(server_pid) if server_pid else 0.0, time.process_time()
         stop_at = begin + seconds
         started.set()
+    return figures(times, errors, begin, server_pid, server_cpu, own_cpu)
+
+
+def figures(times: list[float], errors: int, begin: float, server_pid: int | None, server_cpu: float,
+            own_cpu: float) -> tuple[float, float, float, int, float, float]:
+    """calls/s, p50 ms, p99 ms, errors, the server's and this process's CPU ms per call, since `begin`."""
     elapsed = time.perf_counter() - begin
     calls = max(1, len(times))
     server_ms = (cpu_s(server_pid) - server_cpu) * 1000 / calls if server_pid else 0.0
     return (len(times) / elapsed, pct(times, 50), pct(times, 99), errors, server_ms,
             (time.process_time() - own_cpu) * 1000 / calls)
+
+
+async def load_raw(url: str, token: str | None, tool: str, args: dict[str, Any], sessions: int, seconds: float,
+                   server_pid: int | None = None) -> tuple[float, float, float, int, float, float]:
+    """As `load`, each session one HTTP connection posting the request an MCP client sends for `tool` (its
+    headers and body: protocol 2026-07-28, stateless) and parsing each answer, without the client's machinery."""
+    import httpx2
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": tool, "arguments": args, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json",
+               "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": tool}
+    if token:
+        headers["authorization"] = f"Bearer {token}"
+    times: list[float] = []
+    errors = 0
+    stop_at = 0.0
+
+    async def call(http: Any) -> bool:
+        answer = json.loads((await http.post(url, content=body, headers=headers)).content)
+        return "error" in answer or bool(answer["result"].get("isError"))
+
+    async def session(http: Any) -> None:
+        nonlocal errors
+        while time.perf_counter() < stop_at:
+            t = time.perf_counter()
+            failed = await call(http)
+            times.append((time.perf_counter() - t) * 1000)
+            errors += failed
+
+    clients = [httpx2.AsyncClient(timeout=120) for _ in range(sessions)]
+    for http in clients:
+        errors += await call(http)  # warm: every connection open
+    begin = time.perf_counter()
+    server_cpu, own_cpu = cpu_s(server_pid) if server_pid else 0.0, time.process_time()
+    stop_at = begin + seconds
+    async with anyio.create_task_group() as tg:
+        for http in clients:
+            tg.start_soon(session, http)
+    result = figures(times, errors, begin, server_pid, server_cpu, own_cpu)
+    for http in clients:
+        await http.aclose()
+    return result
 
 
 def main() -> None:
@@ -137,7 +198,11 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=10)
     p.add_argument("--tree", default=str(ROOT), help="the judge-mcp checkout to run (default: this one)")
     p.add_argument("--stateful", action="store_true", help="run both servers with sessions (Mcp-Session-Id)")
+    p.add_argument("--harness", nargs="+", choices=["mcp", "raw"], default=["mcp", "raw"],
+                   help="mcp: the SDK's MCP client per session; raw: the same requests over plain HTTP (server-bound)")
     a = p.parse_args()
+    if a.stateful and "raw" in a.harness:
+        p.error("--harness raw sends stateless requests (no Mcp-Session-Id): use --harness mcp with --stateful")
 
     home = tempfile.mkdtemp(prefix="http-load-")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_"))}
@@ -156,7 +221,7 @@ def main() -> None:
                                 env=env, cwd=a.tree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(bare)
         wait_for(bport)
-        anyio.run(measure, jport, bport, a.sessions, a.seconds, judge.pid, bare.pid, json.loads(agent)["id"])
+        anyio.run(measure, jport, bport, a.sessions, a.seconds, judge.pid, bare.pid, json.loads(agent)["id"], a.harness)
     finally:
         for proc in procs:
             proc.terminate()
@@ -176,21 +241,25 @@ async def create_agent(jport: int) -> str:
 
 
 async def measure(jport: int, bport: int, sessions: list[int], seconds: float, jpid: int, bpid: int,
-                  agent_id: str) -> None:
-    print(f"{'sessions':>8} {'side':>16} {'calls/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} "
+                  agent_id: str, harnesses: list[str]) -> None:
+    print(f"{'harness':>7} {'sessions':>8} {'side':>16} {'calls/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} "
           f"{'server CPU ms/call':>18} {'client CPU ms/call':>18}")
-    for n in sessions:
-        j = await load(f"http://127.0.0.1:{jport}/mcp", "bench-token", "get_agent", {"agent_id": agent_id},
-                       n, seconds, jpid)
-        b = await load(f"http://127.0.0.1:{bport}/mcp", None, "ping", {}, n, seconds, bpid)
-        same = await load(f"http://127.0.0.1:{bport}/mcp", None, "get_agent", {"agent_id": agent_id}, n, seconds, bpid)
-        for side, r in (("judge-mcp", j), ("bare ping", b), ("bare same answer", same)):
-            print(f"{n:>8} {side:>16} {r[0]:>8.1f} {r[1]:>8.1f} {r[2]:>8.1f} {r[3]:>6} {r[4]:>18.2f} {r[5]:>18.2f}")
-        # The server CPU ratio is bare / judge-mcp: the calls/s one replica serves per core, relative to bare.
-        for label, base in (("vs ping", b), ("vs same", same)):
-            print(f"{n:>8} {label:>16} {j[0] / base[0]:>7.2f}x {j[1] / base[1]:>7.2f}x {j[2] / base[2]:>7.2f}x "
-                  f"{'':>6} {base[4] / j[4] if j[4] else 0:>17.2f}x {j[5] / base[5] if base[5] else 0:>17.2f}x",
-                  flush=True)
+    for harness in harnesses:
+        run = load if harness == "mcp" else load_raw
+        for n in sessions:
+            j = await run(f"http://127.0.0.1:{jport}/mcp", "bench-token", "get_agent", {"agent_id": agent_id},
+                          n, seconds, jpid)
+            b = await run(f"http://127.0.0.1:{bport}/mcp", None, "ping", {}, n, seconds, bpid)
+            same = await run(f"http://127.0.0.1:{bport}/mcp", None, "get_agent", {"agent_id": agent_id}, n, seconds,
+                             bpid)
+            for side, r in (("judge-mcp", j), ("bare ping", b), ("bare same answer", same)):
+                print(f"{harness:>7} {n:>8} {side:>16} {r[0]:>8.1f} {r[1]:>8.1f} {r[2]:>8.1f} {r[3]:>6} {r[4]:>18.2f} "
+                      f"{r[5]:>18.2f}")
+            # The server CPU ratio is bare / judge-mcp: the calls/s one replica serves per core, relative to bare.
+            for label, base in (("vs ping", b), ("vs same", same)):
+                print(f"{harness:>7} {n:>8} {label:>16} {j[0] / base[0]:>7.2f}x {j[1] / base[1]:>7.2f}x "
+                      f"{j[2] / base[2]:>7.2f}x {'':>6} {base[4] / j[4] if j[4] else 0:>17.2f}x "
+                      f"{j[5] / base[5] if base[5] else 0:>17.2f}x", flush=True)
 
 
 if __name__ == "__main__":
