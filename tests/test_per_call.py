@@ -245,3 +245,18 @@ async def test_a_call_whose_budget_read_waits_on_postgresql_leaves_the_server_an
     assert done == ["list_agents: 1 agent(s)", "evaluate_image"]
     assert [e["score"] for e in evaluated["evaluations"]] == [70.0] and len(fake_server.requests) == 1
 
+
+@pytest.mark.anyio
+async def test_a_call_whose_result_cache_write_waits_on_postgresql_leaves_the_server_answering_others(
+        postgres: Any, fake_server: Any, tmp_path: Path) -> None:
+    """evaluate_image keeps the reply it read in result_cache; while that write waits on a lock another connection
+    holds (EXCLUSIVE: the cache's read goes through, its INSERT waits), the same server answers list_agents, and
+    the reply is kept once the lock is released."""
+    import psycopg
+
+    done, evaluated, url = await _evaluate_while_locked(postgres, fake_server, tmp_path,
+                                                        "LOCK TABLE result_cache IN EXCLUSIVE MODE")
+    with psycopg.connect(url) as conn:
+        kept = conn.execute("SELECT count(*) FROM result_cache").fetchone()[0]
+    assert done == ["list_agents: 1 agent(s)", "evaluate_image"]
+    assert [e["score"] for e in evaluated["evaluations"]] == [70.0] and kept == 1

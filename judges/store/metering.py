@@ -90,10 +90,17 @@ class MeteredClient:
             self._keys[id(reply)] = key
         return reply
 
-    def accept(self, exchanges: Sequence[tuple[ModelRequest, ModelReply]]) -> None:
-        """The reading of these replies succeeded: keep them (every round, so a repaired reading replays too)."""
+    async def accept(self, exchanges: Sequence[tuple[ModelRequest, ModelReply]]) -> None:
+        """The reading of these replies succeeded: keep them (every round, so a repaired reading replays too),
+        through `Database.run` (off the event loop on PostgreSQL)."""
+        kept: list[tuple[str, ModelReply]] = []
         for _, reply in exchanges:
             key = self._keys.pop(id(reply), None)
             if key is not None and not reply.cached:
-                stored = reply.model_copy(update={"latency_ms": 0.0})
-                self.metering.cache.put(self.org, key, self.model_id or "", stored)
+                kept.append((key, reply.model_copy(update={"latency_ms": 0.0})))
+        if kept:
+            await self.metering.db.run(self._keep, kept)
+
+    def _keep(self, kept: Sequence[tuple[str, ModelReply]]) -> None:
+        for key, stored in kept:
+            self.metering.cache.put(self.org, key, self.model_id or "", stored)
