@@ -50,7 +50,7 @@ def register(mcp: MCPServer) -> None:
         the spread of its score); models: a jury. Progress: each check and each category."""
         app = app_of(ctx)
         check_samples(samples, app.settings.max_samples)
-        jury = app.jury_for(ctx, models, cache=cache) if models is not None else None
+        jury = await app.jury_for(ctx, models, cache=cache) if models is not None else None
         bounds = None
         if cardinality is not None:
             bounds = {}

@@ -112,7 +112,7 @@ def register(mcp: MCPServer[Any]) -> None:
         items = parse_dataset(dataset, judge)
         found: list[Criterion] = resolve_criteria(rubric, criteria) if judge == "score_text" else []
         agent = await app.store(app.agents.get, org, agent_id) if agent_id is not None else None
-        client = app.model_for(ctx, model, agent=agent)
+        client = await app.model_for(ctx, model, agent=agent)
         policy = image_policy(ctx, client_roots)
         spec = JudgeSpec(judge=judge, prompt_id=prompt_id, prompt_version=prompt_version, criteria=found,
                          method=method, candidate_type=candidate_type, samples=samples,

@@ -119,9 +119,9 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
         if run_gates or candidates:
             check_gates_may_run(app.settings, settings)
         check_samples(samples, app.settings.max_samples)
-        jury = app.jury_for(ctx, models, cache=cache) if models is not None else None
+        jury = await app.jury_for(ctx, models, cache=cache) if models is not None else None
         try:
-            client: Any = jury[0][1] if jury else app.model_for(ctx, cache=cache)
+            client: Any = jury[0][1] if jury else await app.model_for(ctx, cache=cache)
         except ConfigError:
             client = None
         roots = roots_for(ctx, client_roots)
@@ -158,7 +158,7 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
         settings = gate_settings(app.settings)
         if diagnostics is None or apply_and_rejudge:
             check_gates_may_run(app.settings, settings)
-        client, roots = app.model_for(ctx, cache=cache), roots_for(ctx, client_roots)
+        client, roots = await app.model_for(ctx, cache=cache), roots_for(ctx, client_roots)
 
         async def work(progress: Progress) -> ProposedPatch:
             return await propose_patch(

@@ -51,8 +51,8 @@ def register(mcp: MCPServer) -> None:
         consistency), or VIEScore scores for one or two images. Progress: each order (or candidate)."""
         app = app_of(ctx)
         check_samples(samples, app.settings.max_samples)
-        jury = app.jury_for(ctx, models, cache=cache) if models is not None else None
-        client, policy = (jury[0][1] if jury else app.model_for(ctx, cache=cache)), image_policy(ctx, client_roots)
+        jury = await app.jury_for(ctx, models, cache=cache) if models is not None else None
+        client, policy = (jury[0][1] if jury else await app.model_for(ctx, cache=cache)), image_policy(ctx, client_roots)
 
         async def work(progress: Progress) -> CompareResult:
             arguments = dict(instruction=instruction, candidates=candidates,

@@ -66,25 +66,27 @@ class AppContext:
         before, on the loop."""
         return await self.db.run(functools.partial(fn, *args, **kwargs))
 
-    def model_for(self, ctx: Any, model: str | None = None, *, agent: Agent | None = None,
-                  cache: bool = True) -> ModelClient:
+    async def model_for(self, ctx: Any, model: str | None = None, *, agent: Agent | None = None,
+                        cache: bool = True) -> ModelClient:
         """How every tool hands a judge its model: the call's `model`, else the `agent`'s own model, else the
         server's default, with the host's sampling offered when this call's client has it (ModelRegistry.resolve).
         The organization is the call's: an agent is only ever one the caller's organization owns. The client
         is metered for that organization (result cache unless `cache` is false, cost, usage); a call whose
-        organization has spent its daily budget is refused here, before any model request."""
+        organization has spent its daily budget is refused here, before any model request. Async because that
+        budget is read from the store (Metering.client: off the event loop on PostgreSQL)."""
         sampling = SamplingClient(ctx) if sampling_offered(ctx) else None
         client = self.models.resolve(model, sampling=sampling, agent_model=agent.model if agent is not None else None)
         if self.metering is None:
             return client
-        return self.metering.client(client, organization_of(ctx), getattr(client, "model_id", None), use_cache=cache)
+        return await self.metering.client(client, organization_of(ctx), getattr(client, "model_id", None),
+                                          use_cache=cache)
 
-    def jury_for(self, ctx: Any, models: list[str], *, cache: bool = True) -> list[tuple[str, ModelClient]]:
+    async def jury_for(self, ctx: Any, models: list[str], *, cache: bool = True) -> list[tuple[str, ModelClient]]:
         """A jury: each named model through the one resolver (model_for), in the order given."""
         if not 2 <= len(models) <= JURY_MAX or len(set(models)) != len(models):
             raise InputError(f"models must name 2 to {JURY_MAX} different models, e.g. "
                              '["anthropic:claude-sonnet-4-5", "openai:gpt-4o"]; got ' + repr(models))
-        return [(m, self.model_for(ctx, m, cache=cache)) for m in models]
+        return [(m, await self.model_for(ctx, m, cache=cache)) for m in models]
 
 
 UseCache = Annotated[bool, Field(description=(

@@ -70,7 +70,7 @@ def register(mcp: MCPServer) -> None:
         app = app_of(ctx)
         org, policy = organization_of(ctx), image_policy(ctx, client_roots)
         check_samples(samples, app.settings.max_samples)
-        jury = app.jury_for(ctx, models) if models is not None else None
+        jury = await app.jury_for(ctx, models) if models is not None else None
 
         async def work(progress: Progress) -> ImageEvaluation:
             result = await app.images.evaluate_image(
@@ -120,7 +120,7 @@ def register(mcp: MCPServer) -> None:
         """The next generation prompt: top issues fixed by severity and weight, what worked kept, and every
         promptInstruction included verbatim (checked). Progress: each stage."""
         app = app_of(ctx)
-        org, client = organization_of(ctx), app.model_for(ctx, cache=cache)
+        org, client = organization_of(ctx), await app.model_for(ctx, cache=cache)
 
         async def work(progress: Progress) -> OptimizedPrompt:
             return await app.images.optimize(org, brief=brief, prompt=prompt, run_id=run_id, evaluations=evaluations,

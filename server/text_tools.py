@@ -55,7 +55,7 @@ def register(mcp: MCPServer[Any]) -> None:
         found = resolve_criteria(rubric, criteria)
         passages = [*(context or []), *(c.text for c in await _agent_contexts(ctx, agent_id, instruction or text))]
 
-        client = app_of(ctx).model_for(ctx, cache=cache)
+        client = await app_of(ctx).model_for(ctx, cache=cache)
 
         async def work(progress: Progress) -> TextScore:
             return await score_text(client, text=text, criteria=found, instruction=instruction,
@@ -76,7 +76,7 @@ def register(mcp: MCPServer[Any]) -> None:
         """equivalent / partially_correct / incorrect, with what is missing or wrong. An exact or normalised
         match (case, punctuation, articles, spaces) decides without a model call."""
 
-        client = app_of(ctx).model_for(ctx, cache=cache)
+        client = await app_of(ctx).model_for(ctx, cache=cache)
 
         async def work(progress: Progress) -> ReferenceComparison:
             return await compare_to_reference(client, text=text, reference=reference,
@@ -100,7 +100,7 @@ def register(mcp: MCPServer[Any]) -> None:
         (position bias) and failed games reported. The planned model calls are stated before any work."""
         app = app_of(ctx)
 
-        client = app.model_for(ctx, cache=cache)
+        client = await app.model_for(ctx, cache=cache)
 
         async def work(progress: Progress) -> Ranking:
             return await rank_texts(client, instruction=instruction, candidates=candidates, method=method,
@@ -127,7 +127,7 @@ def register(mcp: MCPServer[Any]) -> None:
         found = [RagContext(text=c) for c in contexts or []]
         found += await _agent_contexts(ctx, agent_id, question)
 
-        client = app_of(ctx).model_for(ctx, cache=cache)
+        client = await app_of(ctx).model_for(ctx, cache=cache)
 
         async def work(progress: Progress) -> RagEvaluation:
             return await evaluate_rag_answer(client, question=question, answer=answer,
@@ -150,7 +150,7 @@ def register(mcp: MCPServer[Any]) -> None:
         """Deterministic checks first (expected tools used, order, counts; repeated calls; failed calls
         retried), then one model call: goal reached, unnecessary steps, ignored failures."""
 
-        client = app_of(ctx).model_for(ctx, cache=cache)
+        client = await app_of(ctx).model_for(ctx, cache=cache)
 
         async def work(progress: Progress) -> TrajectoryEvaluation:
             return await evaluate_trajectory(client, goal=goal, steps=steps,

@@ -185,3 +185,78 @@ async def test_a_call_waiting_on_postgresql_leaves_the_server_answering_others(p
                         done.append("prompt asset")
                         assert done == ["prompt asset"]  # answered while get_agent still waits on the database
     assert asset.contents[0].text and done == ["prompt asset", "Locked out"]
+
+
+async def _evaluate_while_locked(postgres: Any, fake_server: Any, tmp_path: Path, lock: str,
+                                 **env: str) -> tuple[list[str], dict[str, Any], str]:
+    """A real server on PostgreSQL asking the fake model: evaluate_image starts while another connection holds
+    `lock`; once one of the server's statements waits on it, list_agents is called on the same server. Returns
+    the order the two calls finished in, evaluate_image's result and the database's URL."""
+    import anyio
+    import psycopg
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from tests.fake_model_server import Scripted
+    from tests.mcp_helpers import call, server_env
+    from tests.test_long_work import image_verdict, png_b64
+
+    fake_server.respond_with(lambda rec: Scripted(text=image_verdict(70)))
+    url = postgres.create_database()
+    env = server_env(tmp_path / "home", JUDGE_MCP_DATABASE_URL=url, JUDGE_MCP_WARM_EMBEDDINGS="false",
+                     JUDGE_MCP_MODEL="openai:gpt-fake", OPENAI_API_KEY="sk-test",
+                     OPENAI_BASE_URL=fake_server.openai_url, **env)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "server"], env=env | {"PYTHONPATH": REPO})
+    done: list[str] = []
+    evaluated: dict[str, Any] = {}
+    with (tmp_path / "stderr").open("w") as err:
+        async with Client(stdio_client(params, errlog=err)) as client:
+            await call(client, "create_agent", name="Judge", system_prompt="You are judge A.")
+
+            async def evaluate() -> None:
+                evaluated.update(await call(client, "evaluate_image", brief="a red square", images=[png_b64()]))
+                done.append("evaluate_image")
+
+            with psycopg.connect(url, autocommit=True) as holder, psycopg.connect(url, autocommit=True) as watcher:
+                async with anyio.create_task_group() as tg:
+                    with holder.transaction():
+                        holder.execute(lock)
+                        tg.start_soon(evaluate)
+                        with anyio.fail_after(60):  # only a guard against a hang: the order below is the test
+                            while True:  # until one of evaluate_image's statements waits on the lock
+                                if watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE datname="
+                                                   "current_database() AND wait_event_type='Lock'").fetchone()[0]:
+                                    break
+                                await anyio.sleep(0.05)
+                            listed = await call(client, "list_agents")
+                        done.append(f"list_agents: {len(listed['agents'])} agent(s)")
+    return done, evaluated, url
+
+
+@pytest.mark.anyio
+async def test_a_call_whose_budget_read_waits_on_postgresql_leaves_the_server_answering_others(
+        postgres: Any, fake_server: Any, tmp_path: Path) -> None:
+    """With a daily budget set, evaluate_image first reads the day's spend from usage_daily; while that SELECT
+    waits on a lock another connection holds, the same server answers list_agents, and evaluate_image finishes
+    once the lock is released."""
+    done, evaluated, _ = await _evaluate_while_locked(postgres, fake_server, tmp_path,
+                                                      "LOCK TABLE usage_daily IN ACCESS EXCLUSIVE MODE",
+                                                      JUDGE_MCP_DAILY_BUDGET_USD="1")
+    assert done == ["list_agents: 1 agent(s)", "evaluate_image"]
+    assert [e["score"] for e in evaluated["evaluations"]] == [70.0] and len(fake_server.requests) == 1
+
+
+@pytest.mark.anyio
+async def test_a_call_whose_result_cache_write_waits_on_postgresql_leaves_the_server_answering_others(
+        postgres: Any, fake_server: Any, tmp_path: Path) -> None:
+    """evaluate_image keeps the reply it read in result_cache; while that write waits on a lock another connection
+    holds (EXCLUSIVE: the cache's read goes through, its INSERT waits), the same server answers list_agents, and
+    the reply is kept once the lock is released."""
+    import psycopg
+
+    done, evaluated, url = await _evaluate_while_locked(postgres, fake_server, tmp_path,
+                                                        "LOCK TABLE result_cache IN EXCLUSIVE MODE")
+    with psycopg.connect(url) as conn:
+        kept = conn.execute("SELECT count(*) FROM result_cache").fetchone()[0]
+    assert done == ["list_agents: 1 agent(s)", "evaluate_image"]
+    assert [e["score"] for e in evaluated["evaluations"]] == [70.0] and kept == 1

@@ -8,7 +8,7 @@ import json
 import re
 import statistics
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -545,7 +545,8 @@ class AnalysisResult(BaseModel):
 
 
 async def evaluate_analysis(
-    client_for: Any, *, analysis: Any, input_url: str | None = None, user_context: str | None = None,
+    client_for: Callable[[], Awaitable[ModelClient]], *, analysis: Any, input_url: str | None = None,
+    user_context: str | None = None,
     context_type: str | None = None, schema: dict[str, Any] | None = None,
     cardinality: dict[str, tuple[int, int]] | None = None, insight_fields: Sequence[str] | None = None,
     deterministic_checks: Sequence[str] = tuple(DETERMINISTIC), llm_judges: Sequence[str] = tuple(BUILTIN),
@@ -590,7 +591,7 @@ async def evaluate_analysis(
     note: str | None = None
     if categories:
         try:
-            client = jury[0][1] if jury else client_for()
+            client = jury[0][1] if jury else await client_for()
         except ConfigError as exc:  # no model: the deterministic checks stand on their own
             note = f"The LLM categories were skipped: {exc}"
     if client is None:

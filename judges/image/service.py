@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -121,13 +121,15 @@ class ImageJudging:
 
     async def evaluate_image(self, org: str, *, brief: str, images: Sequence[str], prompt: str | None,
                              agent_ids: Sequence[str] | None, run_id: str | None, max_iterations: int | None,
-                             client_for: Callable[[Agent], ModelClient],
+                             client_for: Callable[[Agent], Awaitable[ModelClient]],
                              policy: ImagePolicy | None = None, progress: Progress = no_progress,
                              samples: int = 1, jury: Sequence[tuple[str, ModelClient]] | None = None,
-                             jury_for: Callable[[list[str]], Sequence[tuple[str, ModelClient]]] | None = None,
+                             jury_for: Callable[[list[str]], Awaitable[Sequence[tuple[str, ModelClient]]]] | None = None,
                              logprobs: bool = False) -> ImageEvaluation:
         """One iteration of a run. A continued run keeps its panel of judges unless agent_ids is given. `jury`
-        (the call's models) judges with every agent; else an agent with its own `models` is judged by them."""
+        (the call's models) judges with every agent; else an agent with its own `models` is judged by them.
+        `client_for` and `jury_for` are awaited once per agent, before the run is touched: a missing backend or a
+        spent budget refuses the call there."""
         if not brief.strip():
             raise InputError("brief must not be empty")
         if max_iterations is not None and not 1 <= max_iterations <= 100:
@@ -137,8 +139,8 @@ class ImageJudging:
             agent_ids = [a for a in panel if await self._store(self._live, org, a)] or None
         agents = await self._store(self.judges, org, agent_ids)
         parts = await anyio.to_thread.run_sync(self.load_images, images, policy)  # decoding stays off the loop
-        juries = {a.id: (jury or (jury_for(a.models) if a.models and jury_for else None)) for a in agents}
-        clients = {a.id: client_for(a) for a in agents if not juries[a.id]}  # a missing backend fails here, first
+        juries = {a.id: (jury or (await jury_for(a.models) if a.models and jury_for else None)) for a in agents}
+        clients = {a.id: await client_for(a) for a in agents if not juries[a.id]}  # a missing backend fails here, first
         if run_id is None:
             run_id = await self._store(self.runs.create, org, brief, max_iterations or self.settings.max_iterations,
                                        [a.id for a in agents])

@@ -113,8 +113,9 @@ class ModelReply(BaseModel):
 class ModelClient(Protocol):
     """Anything that turns a ModelRequest into a ModelReply (or raises BackendError).
 
-    A client may also have `accept(exchanges)`: the reading path calls it with the (request, reply) pairs of a
-    reading that succeeded, so a result cache keeps only replies that were read (judges/store/metering.py)."""
+    A client may also have `async def accept(exchanges)`: the reading path awaits it with the (request, reply)
+    pairs of a reading that succeeded, so a result cache keeps only replies that were read
+    (judges/store/metering.py)."""
 
     name: str
 

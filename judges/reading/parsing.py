@@ -264,7 +264,7 @@ async def run_judge(
             outcome.read_as = "repair" if round_ else read_as
             accept = getattr(client, "accept", None)
             if accept is not None:  # a result cache keeps only replies that were read (never a failure)
-                accept(exchanges)
+                await accept(exchanges)
             return outcome
         except ValueError as exc:
             error = _describe(exc) if isinstance(exc, ValidationError) else str(exc)

@@ -27,13 +27,17 @@ class Metering:
     def db(self) -> Database:
         return self.ledger.db
 
-    def client(self, inner: ModelClient, org: str, model_id: str | None, *, use_cache: bool = True) -> MeteredClient:
-        """`inner` for one call of `org`, after checking the organization's daily budget.
+    async def client(self, inner: ModelClient, org: str, model_id: str | None, *,
+                     use_cache: bool = True) -> MeteredClient:
+        """`inner` for one call of `org`, after checking the organization's daily budget (a BudgetError when it
+        is spent). The budget's read is store work: through `Database.run` (off the event loop on PostgreSQL), and
+        only when the organization has a budget.
 
         `model_id` is the resolved model string (`openai:gpt-4.1-mini`); None for the host's model (sampling):
         that is neither cached (the host picks the model) nor priced (the host pays). The demo model costs nothing
         and is not cached."""
-        self.ledger.check_budget(org)
+        if self.ledger.budget_of(org) is not None:
+            await self.db.run(self.ledger.check_budget, org)
         return MeteredClient(inner, org, model_id, self, use_cache=use_cache)
 
 
@@ -86,10 +90,17 @@ class MeteredClient:
             self._keys[id(reply)] = key
         return reply
 
-    def accept(self, exchanges: Sequence[tuple[ModelRequest, ModelReply]]) -> None:
-        """The reading of these replies succeeded: keep them (every round, so a repaired reading replays too)."""
+    async def accept(self, exchanges: Sequence[tuple[ModelRequest, ModelReply]]) -> None:
+        """The reading of these replies succeeded: keep them (every round, so a repaired reading replays too),
+        through `Database.run` (off the event loop on PostgreSQL)."""
+        kept: list[tuple[str, ModelReply]] = []
         for _, reply in exchanges:
             key = self._keys.pop(id(reply), None)
             if key is not None and not reply.cached:
-                stored = reply.model_copy(update={"latency_ms": 0.0})
-                self.metering.cache.put(self.org, key, self.model_id or "", stored)
+                kept.append((key, reply.model_copy(update={"latency_ms": 0.0})))
+        if kept:
+            await self.metering.db.run(self._keep, kept)
+
+    def _keep(self, kept: Sequence[tuple[str, ModelReply]]) -> None:
+        for key, stored in kept:
+            self.metering.cache.put(self.org, key, self.model_id or "", stored)
