@@ -70,7 +70,7 @@ def register(mcp: MCPServer) -> None:
         app = app_of(ctx)
         org, policy = organization_of(ctx), image_policy(ctx, client_roots)
         check_samples(samples, app.settings.max_samples)
-        jury = await app.jury_for(ctx, models) if models is not None else None
+        jury = await app.jury_for(ctx, models, cache=cache) if models is not None else None
 
         async def work(progress: Progress) -> ImageEvaluation:
             result = await app.images.evaluate_image(

@@ -84,6 +84,15 @@ async def test_cache_false_asks_the_model_again(tmp_path: Path, fake: FakeModelS
     assert len(fake.requests) == 2 and again["usage"]["cached"] is False and again["usage"]["requests"] == 1
 
 
+async def test_cache_false_asks_each_model_of_a_calls_jury_again(tmp_path: Path, fake: FakeModelServer) -> None:
+    jury = ["openai:gpt-fake", "openai:gpt-fake-2"]
+    async with judge_mcp(tmp_path / "home", fake) as s:
+        await with_agent(s.client)
+        await evaluate(s.client, models=jury)
+        again = await evaluate(s.client, models=jury, cache=False)
+    assert len(fake.requests) == 4 and again["usage"]["cached"] is False and again["usage"]["requests"] == 2
+
+
 async def test_a_failed_reading_is_not_cached(tmp_path: Path, fake_server: FakeModelServer) -> None:
     fake_server.respond_with(lambda rec: Scripted(text="It is a fine picture, I suppose."))
     async with judge_mcp(tmp_path / "home", fake_server) as s:
