@@ -7,6 +7,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from judges.models.protocol import ImagePart, Message, ModelReply, ModelRequest
 from judges.store.database import Database, open_database
 from judges.store.results import ResultCache, cache_key
@@ -75,3 +77,27 @@ def test_two_puts_of_one_key_at_once_keep_one_entry_without_an_error(db: Databas
     rows = db.query("SELECT reply FROM result_cache WHERE organization_id=? AND cache_key=?", ("org", "k"))
     assert errors == []
     assert [ModelReply.model_validate_json(r["reply"]).text for r in rows] == ["second"]
+
+
+def test_a_cache_write_that_fails_leaves_the_reading_standing_and_is_logged(
+        db: Database, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    import anyio
+
+    from judges.store.metering import Metering
+    from judges.store.usage import UsageLedger
+    from tests.scripted_model import ScriptedModel
+
+    cache = ResultCache(db, ttl_s=3600, max_entries=100)
+    metering = Metering(cache=cache, ledger=UsageLedger(db, None, {}))
+
+    def broken_put(*args: object) -> None:
+        raise ValueError("disk full")
+
+    async def ask_and_accept() -> None:
+        client = await metering.client(ScriptedModel.queue(["a verdict"]), "acme", "openai:gpt-x")
+        reply = await client.complete(request())
+        monkeypatch.setattr(cache, "put", broken_put)
+        await client.accept([(request(), reply)])  # no exception: the verdict was read
+
+    anyio.run(ask_and_accept)
+    assert "the result cache could not keep a reply of openai:gpt-x: ValueError: disk full" in caplog.text

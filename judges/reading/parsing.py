@@ -261,11 +261,6 @@ async def run_judge(
             )
         try:
             outcome.value, read_as = read_reply(reply.text, output, parse=parse, conventions=conventions, check=check)
-            outcome.read_as = "repair" if round_ else read_as
-            accept = getattr(client, "accept", None)
-            if accept is not None:  # a result cache keeps only replies that were read (never a failure)
-                await accept(exchanges)
-            return outcome
         except ValueError as exc:
             error = _describe(exc) if isinstance(exc, ValidationError) else str(exc)
             kind = _kind(exc)
@@ -285,4 +280,9 @@ async def run_judge(
                 )
                 continue
             return fail("parse_error", error)
+        outcome.read_as = "repair" if round_ else read_as
+        accept = getattr(client, "accept", None)
+        if accept is not None:  # a result cache keeps only replies that were read (never a failure); an error
+            await accept(exchanges)  # of the cache's own is not taken for a reading that failed
+        return outcome
     return outcome

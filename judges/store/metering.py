@@ -3,6 +3,7 @@ prices, the day's usage ledger and the daily budget. One `MeteredClient` wraps t
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -13,6 +14,8 @@ from judges.models.protocol import ModelClient, ModelReply, ModelRequest, Usage
 from judges.store.database import Database
 from judges.store.results import ResultCache, cache_key
 from judges.store.usage import UsageLedger
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -99,7 +102,11 @@ class MeteredClient:
             if key is not None and not reply.cached:
                 kept.append((key, reply.model_copy(update={"latency_ms": 0.0})))
         if kept:
-            await self.metering.db.run(self._keep, kept)
+            try:
+                await self.metering.db.run(self._keep, kept)
+            except Exception as exc:  # the verdicts were read: a cache that cannot keep them does not lose them
+                log.warning("the result cache could not keep a reply of %s: %s: %s", self.model_id,
+                            type(exc).__name__, exc)
 
     def _keep(self, kept: Sequence[tuple[str, ModelReply]]) -> None:
         for key, stored in kept:
