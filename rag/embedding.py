@@ -15,6 +15,8 @@ import functools
 import json
 import logging
 import os
+import shutil
+import tempfile
 import threading
 import warnings
 from collections.abc import Iterator, Sequence
@@ -115,9 +117,15 @@ class OnnxInt8Embedder(_Lazy):
     def id(self) -> str:
         return "onnx-int8:all-MiniLM-L6-v2"
 
-    def _export(self, target: Path) -> None:
-        with quiet_export():
+    def _export(self, target: Path) -> bool:
+        """Export the model to `target` unless another process did while this one waited for the export lock
+        (two servers starting on one fresh home); True when this process exported it."""
+        with export_lock(target), quiet_export():
+            if target.exists():
+                return False
+            log.info("exporting the packaged MiniLM to int8 ONNX (once) into %s", target)
             self._export_model(target)
+            return True
 
     def _export_model(self, target: Path) -> None:
         import onnx
@@ -142,21 +150,22 @@ class OnnxInt8Embedder(_Lazy):
 
         names = ["input_ids", "attention_mask", "token_type_ids"]
         dummy = tuple(torch.ones((1, 8), dtype=torch.long) for _ in names)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fp32 = target.with_suffix(".fp32.onnx")
         axes = {n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]}
-        torch.onnx.export(Encoder(bert), dummy, str(fp32), input_names=names, output_names=["last_hidden_state"],
-                          dynamic_axes=axes, opset_version=17, dynamo=False)
-        fused = target.with_suffix(".fused.onnx")
         config = json.loads((source / "config.json").read_text())
-        optimizer.optimize_model(str(fp32), model_type="bert", num_heads=config["num_attention_heads"],
-                                 hidden_size=config["hidden_size"]).save_model_to_file(str(fused))
-        tmp = target.with_suffix(".tmp.onnx")
-        quantize_dynamic(str(fused), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
-                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
-        os.replace(tmp, target)
-        fp32.unlink(missing_ok=True)
-        fused.unlink(missing_ok=True)
+        # The steps' files are this process's own (another process exporting beside it never reads or replaces
+        # them); only the finished model is moved into place, atomically.
+        work = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))
+        try:
+            fp32, fused, quantized = work / "fp32.onnx", work / "fused.onnx", work / "int8.onnx"
+            torch.onnx.export(Encoder(bert), dummy, str(fp32), input_names=names,
+                              output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=17, dynamo=False)
+            optimizer.optimize_model(str(fp32), model_type="bert", num_heads=config["num_attention_heads"],
+                                     hidden_size=config["hidden_size"]).save_model_to_file(str(fused))
+            quantize_dynamic(str(fused), str(quantized), weight_type=QuantType.QInt8, per_channel=True,
+                             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+            os.replace(quantized, target)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
 
     def _load(self) -> Any:
         import onnxruntime as ort
@@ -164,7 +173,6 @@ class OnnxInt8Embedder(_Lazy):
 
         model = self.cache_dir / "all-MiniLM-L6-v2-fused-int8.onnx"
         if not model.exists():
-            log.info("exporting the packaged MiniLM to int8 ONNX (once) into %s", model)
             self._export(model)
         source = packaged_model_path()
         max_len = json.loads((source / "sentence_bert_config.json").read_text())["max_seq_length"]
@@ -212,6 +220,25 @@ class _ToDebug(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         log.debug("export: %s: %s", record.name, record.getMessage())
         return False
+
+
+@contextlib.contextmanager
+def export_lock(target: Path) -> Iterator[None]:
+    """Held while one process exports the model to `target`: a second process starting on the same home waits,
+    then finds the model, instead of exporting it again beside the first (where there is no flock, e.g.
+    Windows, both export, each into its own files, and the last atomic move wins)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    fd = os.open(target.with_name(target.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 @contextlib.contextmanager
