@@ -25,7 +25,7 @@ from judges.store.access import TokenStore
 
 from . import client_log, health, resources
 from .context import AppContext, open_app, organization_of
-from .errors import arguments_error, failure_of, log_call, tool_error
+from .errors import arguments_error, failure_of, log_call, tool_error, unknown_argument
 from .roles import TOOL_ROLES, require_role
 from .settings import Settings
 from .startup import LazyPrompts, LazyResources, LazyTools, Listing, ListingCache
@@ -133,6 +133,10 @@ class JudgeServer(MCPServer[AppContext]):
             # The tool's module imported and the tool built in a worker thread: the event loop keeps serving.
             await anyio.to_thread.run_sync(self.lazy_tools.get_tool, name)
         await self.admit(name, context)
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None and (unknown := unknown_argument(tool.parameters, arguments or {})):
+            log_call(name, (), {}, 0.0, "invalid_input", None)
+            raise ToolError(f"Error executing tool {name}: {unknown}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:

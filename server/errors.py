@@ -234,3 +234,66 @@ def arguments_error(schema: dict[str, Any], exc: Any) -> str:
         example = _example(schema, node, str(next((p for p in reversed(loc) if isinstance(p, str)), "")))
         sentences.append(f"{where} {_what(error, node, schema)}{got}" + (f", e.g. {example}" if example else "") + ".")
     return "invalid input: " + " ".join(sentences)
+
+
+# Names callers reach for that no difflib ratio links to ours.
+_SYNONYMS = {"search": "query", "q": "query", "filter": "query", "id": "agent_id", "agent": "agent_id",
+             "image": "images", "file": "path", "filepath": "path", "directory": "root", "dir": "root",
+             "project": "root", "model_name": "model", "n": "samples", "k": "top_k"}
+
+
+def _closest(name: str, valid: list[str]) -> str | None:
+    import difflib
+
+    close = difflib.get_close_matches(name, valid, n=1, cutoff=0.6) or \
+        difflib.get_close_matches(name.lower().replace("-", "_"), valid, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    synonym = _SYNONYMS.get(name.lower())
+    return synonym if synonym in valid else None
+
+
+def _unknown_key(schema: dict[str, Any], node: dict[str, Any], value: Any, where: str,
+                 depth: int = 0) -> tuple[str, str, list[str]] | None:
+    """The first key of `value` that no object option of `node` declares: (where, key, the declared keys).
+    Objects that declare no properties, or allow other keys, take any key."""
+    if depth > 12:
+        return None
+    options = _options(schema, node)
+    if isinstance(value, dict):
+        objects = [o for o in options if o.get("type", "object") == "object" and "properties" in o]
+        if not objects or len(objects) != len(options) or \
+                any(o.get("additionalProperties") not in (None, False) for o in objects):
+            return None
+        declared = list(dict.fromkeys(k for o in objects for k in o["properties"]))
+        for key, item in value.items():
+            if key not in declared:
+                return where, key, declared
+            for option in objects:
+                if key in option["properties"]:
+                    found = _unknown_key(schema, option["properties"][key], item,
+                                         f"{where}.{key}" if where else key, depth + 1)
+                    if found:
+                        return found
+                    break
+    elif isinstance(value, list):
+        items = [o["items"] for o in options if isinstance(o.get("items"), dict)]
+        if len(items) == 1:
+            for i, item in enumerate(value):
+                found = _unknown_key(schema, items[0], item, f"{where}[{i}]", depth + 1)
+                if found:
+                    return found
+    return None
+
+
+def unknown_argument(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    """A sentence for the first argument (or field of an object argument) the tool's input schema does not
+    declare, with the closest valid name; None when every name is known. A misspelt option is never ignored."""
+    found = _unknown_key(schema, schema, arguments, "")
+    if found is None:
+        return None
+    where, key, declared = found
+    closest = _closest(key, declared)
+    place = f"argument '{key}'" if not where else f"field '{key}' in {where}"
+    hint = f"did you mean '{closest}'? " if closest else ""
+    return f"invalid input: unknown {place}; {hint}valid: {', '.join(declared)}"
