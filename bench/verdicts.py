@@ -85,7 +85,7 @@ async def _call(client: Any, tool: str, args: dict[str, Any]) -> dict[str, Any]:
     if tool != "create_agent":  # every source numbers its records from 0: the same ask must be asked again
         args = {**args, "cache": False}
     result = await client.call_tool(tool, args)
-    if result.is_error:
+    if result.is_error and result.structured_content is None:  # a verdict that failed is an error with its details
         raise RuntimeError(f"{tool} failed: {result.content[0].text}")
     return result.structured_content  # type: ignore[no-any-return]
 

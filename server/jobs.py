@@ -84,7 +84,12 @@ def as_result(result: Any, links: Sequence[ResourceLink] = ()) -> CallToolResult
         return result
     data = result.model_dump(mode="json", by_alias=True) if isinstance(result, BaseModel) else result
     content: list[ContentBlock] = [TextContent(type="text", text=json.dumps(data, indent=2, ensure_ascii=False))]
-    return CallToolResult(content=[*content, *links], structured_content=data)
+    # A result with nothing usable in it (no verdict read, no document processed) is an error result that keeps
+    # every detail, so an agent loop that checks isError does not take it for a verdict.
+    reason = result.no_result() if callable(getattr(result, "no_result", None)) else None
+    if reason:
+        content.insert(0, TextContent(type="text", text=f"No usable result: {reason}. The details follow."))
+    return CallToolResult(content=[*content, *links], structured_content=data, is_error=bool(reason))
 
 
 async def resource_updated(ctx: Any, *uris: str) -> None:

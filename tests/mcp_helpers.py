@@ -37,6 +37,14 @@ async def error_of(client: Any, tool: str, **args: Any) -> str:
     return result.content[0].text  # type: ignore[no-any-return]
 
 
+async def no_result(client: Any, tool: str, **args: Any) -> tuple[str, dict[str, Any]]:
+    """A call that produced nothing usable: an isError result whose first text says why and whose structured
+    content keeps every detail. Returns (that text, the structured content)."""
+    result = await client.call_tool(tool, args)
+    assert result.is_error and result.structured_content is not None, result.content[0].text
+    return result.content[0].text, result.structured_content
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -14,7 +14,7 @@ from mcp import Client
 
 from server.app import create_server
 from tests.conftest import corpus, make_settings
-from tests.mcp_helpers import call, error_of
+from tests.mcp_helpers import call, error_of, no_result
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("on_engine")]  # on both engines
 
@@ -188,7 +188,9 @@ async def test_server_keeps_answering_while_a_hostile_file_is_parsed(gclient: An
     outcome: dict[str, Any] = {}
 
     async def upload() -> None:
-        outcome.update(await call(gclient, "upload_guideline", agent_id=agent, content_base64=bomb, filename="b.docx"))
+        said, record = await no_result(gclient, "upload_guideline", agent_id=agent, content_base64=bomb,
+                                       filename="b.docx")
+        outcome.update(record, said=said)
 
     async def ping() -> None:
         for _ in range(5):
@@ -201,6 +203,7 @@ async def test_server_keeps_answering_while_a_hostile_file_is_parsed(gclient: An
         tg.start_soon(upload)
         tg.start_soon(ping)
     assert outcome["processing_status"] == "failed" and "zip bomb" in outcome["error"]
+    assert outcome["said"].startswith("No usable result: the document could not be processed: ")
     assert len(latencies) == 5
 
 

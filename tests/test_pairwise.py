@@ -177,7 +177,12 @@ async def test_one_order_failing_gives_the_others_winner(pc: Any, fake_server: F
 async def test_unparseable_answers_get_one_repair_then_fail_with_raw_text(pc: Any, fake_server: FakeModelServer) -> None:
     replies = iter(["hmm", "the left one"])
     fake_server.respond_with(answer(lambda r: next(replies)))
-    result = await compare(pc, candidates=[RED, BLUE], swap=False)
+    called = await pc.call_tool("pairwise_compare", {"instruction": "make it red", "candidates": [RED, BLUE],
+                                                     "swap": False})
+    assert called.is_error is True  # no verdict read: an error result, which keeps every detail
+    assert called.content[0].text == "No usable result: no judge's verdict could be read (parse_error). " \
+                                     "The details follow."
+    result = called.structured_content
     assert (result["value"], result["consistent"]) == ("Failed", None)
     assert result["meta"]["raw_response"] == "the left one"
     assert result["meta"]["orders"][0]["raw_responses"] == ["hmm", "the left one"]

@@ -152,6 +152,14 @@ class CompareResult(BaseModel):
         default=None, description="samples > 1, viescore: each candidate's score spread over the samples "
                                   "(its value is the mean).")
 
+    def no_result(self) -> str | None:
+        """Why this result holds no usable verdict (every reply failed), or None."""
+        if self.value != FAILED or any(v is not None for v in self.meta.get("vie_score") or []):
+            return None  # a verdict, or a real score for one of two images (the failures count the other)
+        kinds = sorted({f.get("kind", "") for f in self.failures} | {
+            "failed" for m in (self.jury.members if self.jury else []) if m.value is None})
+        return f"no judge's verdict could be read ({', '.join(k for k in kinds if k) or 'failed'})"
+
 
 # --- inputs, declared by the prompt assets -------------------------------------------------
 

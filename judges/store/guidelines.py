@@ -99,6 +99,10 @@ class GuidelineDocument(BaseModel):
     created_at: str
     updated_at: str
 
+    def no_result(self) -> str | None:
+        """Why this document gives nothing to search (it failed to process), or None."""
+        return f"the document could not be processed: {self.error}" if self.processing_status == "failed" else None
+
 
 class GuidelineChunk(BaseModel):
     document_id: str

@@ -105,6 +105,14 @@ class Ranking(BaseModel):
     model: str = ""
     usage: Usage = Field(default_factory=Usage)
 
+    def no_result(self) -> str | None:
+        """Why this ranking rests on no verdict at all (every game, or every score, failed), or None."""
+        if self.scores is not None:
+            return "no candidate was scored" if self.scores and all(s.total is None for s in self.scores) else None
+        if self.games and self.failed_games == len(self.games):
+            return f"every game failed ({self.failed_games})"
+        return None
+
 
 def check_plan(method: str, n: int, max_calls: int) -> int:
     if method not in ("tournament", "round_robin", "score"):

@@ -138,6 +138,10 @@ class TextScore(BaseModel):
     model: str = ""
     usage: Usage = Field(default_factory=Usage)
 
+    def no_result(self) -> str | None:
+        """Why this result holds no usable score (no criterion scored), or None."""
+        return f"no criterion was scored ({self.failed} failed)" if self.total is None and self.failed else None
+
 
 # G-Eval steps per (model, criterion name, description, scale); only steps a model gave are kept.
 _STEPS: OrderedDict[tuple[str, str, str, float, float], list[str]] = OrderedDict()
