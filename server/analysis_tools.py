@@ -13,7 +13,7 @@ from judges.errors import InputError
 from judges.progress import Progress
 from judges.reading.samples import check_samples
 
-from .context import JuryModels, Samples, UseCache, app_of
+from .context import ExpectedScore, JuryModels, Samples, UseCache, app_of
 from .errors import tool_errors
 from .jobs import Background, or_job, run_or_background
 
@@ -39,9 +39,7 @@ def register(mcp: MCPServer) -> None:
         cache: UseCache = True,
         samples: Samples = 1,
         models: JuryModels = None,
-        expected_score: Annotated[bool, Field(description=(
-            "Also ask for the rating tokens' log-probabilities and report each category's probability-weighted "
-            "score (G-Eval) as expected_score, where the backend gives them (OpenAI-compatible)."))] = False,
+        expected_score: ExpectedScore = False,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(AnalysisResult)]:
         """D-1 json_validation, D-2 schema_compliance, D-3 format_compliance, D-4 field_cardinality and

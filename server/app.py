@@ -26,9 +26,9 @@ from judges.store.access import TokenStore
 from . import client_log, health, resources
 from .context import AppContext, open_app, organization_of
 from .errors import arguments_error, failure_of, log_call, tool_error, unknown_argument
-from .roles import TOOL_ROLES, require_role
+from .roles import TOOL_ROLES, may_list, require_role, require_toolset
 from .settings import Settings
-from .startup import LazyPrompts, LazyResources, LazyTools, Listing, ListingCache
+from .startup import LazyPrompts, LazyResources, LazyTools, Listing, ListingCache, listed_input
 
 log = logging.getLogger("judge_mcp")
 
@@ -83,6 +83,12 @@ class JudgeServer(MCPServer[AppContext]):
         return manager
 
     async def list_tools(self) -> list[MCPTool]:
+        """The tools this caller may call: those of the enabled toolsets (JUDGE_MCP_TOOLSETS) its role allows."""
+        return [t for t in await self._all_tools() if may_list(t.name, self.toolsets)]
+
+    toolsets: list[str] | None = None  # JUDGE_MCP_TOOLSETS, set by create_server; None: all
+
+    async def _all_tools(self) -> list[MCPTool]:
         manager = self.lazy_tools
         listing = self.listing
         if manager.stale and listing is not None:
@@ -91,7 +97,7 @@ class JudgeServer(MCPServer[AppContext]):
                 self.listing_cache.drop()
         if listing is not None and [t.name for t in listing.tools] == manager.names:
             return listing.tools
-        tools = await super().list_tools()
+        tools = [t.model_copy(update={"input_schema": listed_input(t.input_schema)}) for t in await super().list_tools()]
         manager.stale = False
         modules = manager.modules()
         if modules is not None:  # every tool from a tool module (a test may add its own): cacheable
@@ -134,6 +140,10 @@ class JudgeServer(MCPServer[AppContext]):
             await anyio.to_thread.run_sync(self.lazy_tools.get_tool, name)
         await self.admit(name, context)
         tool = self._tool_manager.get_tool(name)
+        try:
+            require_toolset(name, self.toolsets)
+        except JudgeError as exc:
+            raise tool_error(failure_of(exc)) from exc
         if tool is not None and (unknown := unknown_argument(tool.parameters, arguments or {})):
             log_call(name, (), {}, 0.0, "invalid_input", None)
             raise ToolError(f"Error executing tool {name}: {unknown}")
@@ -263,6 +273,7 @@ def create_server(settings: Settings, *, http_auth: bool = False, base_url: str 
         listing_cache=ListingCache(settings.home / "cache"),
         **auth_kwargs,
     )
+    mcp.toolsets = settings.toolsets
     mcp.listing = listing = _cached_listing(mcp.listing_cache)
     for name in TOOL_MODULES:
         listed = listing.modules.get(name) if listing is not None else None

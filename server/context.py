@@ -89,9 +89,7 @@ class AppContext:
         return [(m, await self.model_for(ctx, m, cache=cache)) for m in models]
 
 
-UseCache = Annotated[bool, Field(description=(
-    "false: ask the model afresh, neither reading nor writing the result cache (true: a repeated call is answered "
-    "from the cache, with usage.cached true and no cost)."))]
+UseCache = Annotated[bool, Field(description="false: ask the model afresh, bypassing the result cache.")]
 
 
 def build_metering(settings: Settings, db: Database) -> Metering:
@@ -232,11 +230,11 @@ async def ask_client_roots(ctx: Context) -> ListRootsResult | ListRoots | None:
 
 ClientRoots = Annotated[ListRootsResult | None, Resolve(ask_client_roots)]
 JuryModels = Annotated[list[str] | None, Field(description=(
-    "A jury: 2 to 8 models that each judge, e.g. [\"anthropic:claude-sonnet-4-5\", \"openai:gpt-4o\"]; the "
-    "result adds each model's verdict, the jury's (mean score, majority winner) and their agreement."))]
-Samples = Annotated[int, Field(description=(
-    "Ask the judge this many times at once (1 to the server's JUDGE_MCP_MAX_SAMPLES) and report the spread: "
-    "mean, median, sd, min/max and failed samples for scores; the vote and its majority for verdicts."))]
+    "A jury of 2–8 models, e.g. [\"anthropic:claude-sonnet-4-5\", \"openai:gpt-4o\"]: each judges; adds their "
+    "verdicts and agreement."))]
+ExpectedScore = Annotated[bool, Field(description="Also report the log-probability-weighted score (G-Eval) as "
+                                                 "expected_score, where the backend gives log-probabilities.")]
+Samples = Annotated[int, Field(description="Ask n times at once; adds the spread (scores) or the vote (verdicts).")]
 
 
 def roots_for(ctx: Any, client_roots: ListRootsResult | None) -> list[Path]:

@@ -35,9 +35,7 @@ from .client_log import client_log
 from .errors import tool_errors
 
 log = logging.getLogger("judge_mcp")
-Background = Annotated[bool, Field(description=(
-    "Run as a background job: the call returns {job_id, status} at once; poll get_job(job_id) for progress "
-    "and, when completed, the result this tool would have returned."))]
+Background = Annotated[bool, Field(description="Run as a job: returns {job_id} at once; get_job gives the result.")]
 Work = Callable[[Progress], Awaitable[Any]]
 T = TypeVar("T")
 

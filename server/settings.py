@@ -90,6 +90,9 @@ class Settings(BaseSettings):
                                               "no limit.")
     readyz_check_model: bool = Field(default=False, description="/readyz also checks that the model backend's "
                                      "address answers (an HTTP request to its base URL).")
+    toolsets: Annotated[list[str] | None, NoDecode] = Field(
+        default=None, description="The groups of tools listed and callable, comma-separated: agents, images, "
+        "compare, code, patches, analysis, text, calibration, jobs. Unset: all.")
     allowed_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Host headers accepted on a non-loopback HTTP bind (comma-separated)."
     )
@@ -230,6 +233,21 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [p.strip() for p in value.split(",") if p.strip()]
         return value
+
+    @field_validator("toolsets", mode="before")
+    @classmethod
+    def _split_toolsets(cls, value: object) -> object:
+        if isinstance(value, str):
+            names = [p.strip() for p in value.split(",") if p.strip()]
+            return None if not names or names == ["all"] else names
+        return value
+
+    @field_validator("toolsets")
+    @classmethod
+    def _check_toolsets(cls, value: list[str] | None) -> list[str] | None:
+        from .roles import check_toolsets
+
+        return None if value is None else check_toolsets(value)
 
     @field_validator("tokens", mode="before")
     @classmethod

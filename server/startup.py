@@ -193,6 +193,44 @@ def lean_schema(schema: Any) -> Any:
     return _type_lists(_inlined(schema))
 
 
+def listed_input(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's input schema as tools/list shows it (a host puts it into its model's context): no automatic
+    titles, and an optional argument whose default is null shown as its value's type alone (leaving it out is
+    how a caller says null; the server still accepts an explicit null)."""
+    schema = untitled(schema)
+    required = set(schema.get("required", []))
+    properties = {}
+    for name, node in schema.get("properties", {}).items():
+        options = node.get("anyOf") if isinstance(node, dict) else None
+        if name not in required and node.get("default", 0) is None and isinstance(options, list) and \
+                len(options) == 2 and {"type": "null"} in options:
+            (value,) = [o for o in options if o != {"type": "null"}]
+            node = {**value, **{k: v for k, v in node.items() if k not in ("anyOf", "default")}}
+        properties[name] = node
+    return {**schema, "properties": properties} if "properties" in schema else schema
+
+
+def untitled(schema: Any) -> Any:
+    """`schema` without the `title` keywords pydantic writes on every model and field ("Agent Id" for agent_id):
+    a host puts each tool's input schema into its model's context, where they repeat the names at a cost.
+    Property names are kept, even one called "title"; values (defaults, enums, examples) are left as they are."""
+    if isinstance(schema, list):
+        return [untitled(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(value, dict):
+            out[key] = {name: untitled(sub) for name, sub in value.items()}
+        elif key in ("default", "examples", "const", "enum"):
+            out[key] = value
+        else:
+            out[key] = untitled(value)
+    return out
+
+
 # Keywords that only annotate (a reference's siblings with these may be merged into its definition).
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly"})
 
