@@ -24,10 +24,10 @@ REPO = str(Path(__file__).resolve().parents[1])
 LABEL = "[demo model]"
 
 
-def printed_block(project: Path) -> dict[str, Any]:
+def printed_block(project: Path, **settings: str) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_"))}
     done = subprocess.run([JUDGE_MCP, "config", "claude-desktop", "--root", str(project)], cwd=project,
-                          env=env | {"JUDGE_MCP_MODEL": "demo", "PYTHONPATH": REPO}, capture_output=True, text=True,
+                          env=env | settings | {"PYTHONPATH": REPO}, capture_output=True, text=True,
                           timeout=60, check=True)
     block: dict[str, Any] = json.loads(done.stdout)
     return block
@@ -48,11 +48,13 @@ async def test_a_host_session_from_the_printed_config_calls_every_tool(tmp_path:
     project.mkdir()
     (project / "calc.py").write_text("def add(a: int, b: int) -> int:\n    return a + b\n")
     (project / "bike.png").write_bytes(png())
-    entry = printed_block(project)["mcpServers"]["judge"]
-    assert entry["env"] == {"JUDGE_MCP_MODEL": "demo", "JUDGE_MCP_ALLOWED_ROOTS": str(project.resolve())}
+    # The shell's settings (the demo model, a data home, the model cache) travel in the printed block.
+    settings = {"JUDGE_MCP_MODEL": "demo", "JUDGE_MCP_HOME": str(tmp_path / "data"),
+                "JUDGE_MCP_MODEL_CACHE": str(MODEL_CACHE)}
+    entry = printed_block(project, **settings)["mcpServers"]["judge"]
+    assert entry["env"] == settings | {"JUDGE_MCP_ALLOWED_ROOTS": str(project.resolve())}
     # What a host passes: a small environment of its own, then the block's env on top.
-    host_env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": REPO, "HF_HUB_OFFLINE": "1",
-                "JUDGE_MCP_HOME": str(tmp_path / "data"), "JUDGE_MCP_MODEL_CACHE": str(MODEL_CACHE)}
+    host_env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": REPO, "HF_HUB_OFFLINE": "1"}
     params = StdioServerParameters(command=entry["command"], args=entry["args"], env=host_env | entry["env"], cwd="/")
     image = str(project / "bike.png")
     async with Client(stdio_client(params)) as client:
