@@ -6,6 +6,7 @@ even with parts missing (the tools that need them then say what to set)."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -134,8 +135,21 @@ def reach_database(url: str) -> str | None:
             conn.execute("SELECT 1")
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [""])[0]
-        return f"{type(exc).__name__}: {url_without_password(first)}"[:300]
+        # The driver may quote the URL it could not read, password and all.
+        return f"{type(exc).__name__}: {hide_passwords(first, url)}"[:300]
     return None
+
+
+def hide_passwords(text: str, url: str) -> str:
+    """`text` with the URL, and each password written in it, shown as url_without_password shows them."""
+    from urllib.parse import unquote
+
+    text = text.replace(url, url_without_password(url))
+    found = re.findall(r"(?i)(?:^|[\s&?])(?:ssl)?password\s*=\s*('[^']*'|[^&\s]+)", url)
+    found += re.findall(r"^[\w+.-]+://[^:/@\s]*:([^@\s]+)@", url)
+    for secret in {s.strip("'") for s in found if s.strip("'")}:
+        text = text.replace(secret, "***").replace(unquote(secret), "***")
+    return text
 
 
 def reach_chroma(url: str) -> str | None:

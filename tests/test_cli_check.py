@@ -120,3 +120,10 @@ def test_a_root_that_does_not_exist_is_a_problem_naming_it(tmp_path: Path) -> No
 def test_asking_the_demo_model_gets_an_answer(tmp_path: Path) -> None:
     done = check(tmp_path, "--model", JUDGE_MCP_MODEL="demo", JUDGE_MCP_ALLOWED_ROOTS=str(tmp_path))
     assert line(done, "reach").startswith("reach    ok: the model answered in ")
+
+
+def test_a_database_url_the_driver_cannot_read_is_a_problem_that_never_shows_its_password(tmp_path: Path) -> None:
+    done = check(tmp_path, JUDGE_MCP_MODEL="demo", JUDGE_MCP_DATABASE_URL="mysql://judge:hunter2@127.0.0.1/judge")
+    assert done.returncode == 1 and "hunter2" not in done.stderr
+    assert line(done, "store").startswith("store    missing: PostgreSQL at mysql://judge:***@127.0.0.1/judge did not "
+                                          "answer (ProgrammingError: ")
