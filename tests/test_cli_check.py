@@ -22,6 +22,13 @@ def check(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess
                           timeout=120)
 
 
+def project(tmp_path: Path) -> str:
+    """A project directory beside the data home (a root may not hold the data home)."""
+    path = tmp_path / "project"
+    path.mkdir(exist_ok=True)
+    return str(path)
+
+
 def line(done: subprocess.CompletedProcess[str], part: str) -> str:
     """The one line `check` printed for `part`."""
     found = [x for x in done.stderr.splitlines() if x.split(" ", 1)[0] == part]
@@ -37,11 +44,11 @@ def test_a_named_model_without_its_key_is_a_problem_that_says_which_variable(tmp
 
 
 def test_a_complete_configuration_says_each_part_is_ok(tmp_path: Path) -> None:
-    done = check(tmp_path, OPENAI_API_KEY="sk-test", JUDGE_MCP_ALLOWED_ROOTS=str(tmp_path))
+    done = check(tmp_path, OPENAI_API_KEY="sk-test", JUDGE_MCP_ALLOWED_ROOTS=project(tmp_path))
     assert done.returncode == 0, done.stderr
     assert [line(done, p).split(" ", 1)[1].lstrip()[:3] for p in PARTS] == ["ok:"] * 4
     assert line(done, "model") == "model    ok: auto -> openai:gpt-4.1-mini"
-    assert line(done, "roots") == f"roots    ok: {tmp_path}"
+    assert line(done, "roots") == f"roots    ok: {tmp_path / 'project'}"
     assert line(done, "store") == (f"store    ok: SQLite in {tmp_path / 'home'} (created at first start); guideline "
                                    f"vectors in embedded Chroma ({tmp_path / 'home' / 'chroma'})")
     assert line(done, "result") == "result   ok"
@@ -63,7 +70,8 @@ def test_the_demo_model_is_ok_and_said_to_give_example_replies(tmp_path: Path) -
 
 
 def test_a_sandbox_turned_off_is_missing_on_stdio(tmp_path: Path) -> None:
-    done = check(tmp_path, JUDGE_MCP_MODEL="demo", JUDGE_MCP_ALLOWED_ROOTS=str(tmp_path), JUDGE_MCP_GATE_SANDBOX="none")
+    done = check(tmp_path, JUDGE_MCP_MODEL="demo", JUDGE_MCP_ALLOWED_ROOTS=project(tmp_path),
+                 JUDGE_MCP_GATE_SANDBOX="none")
     assert done.returncode == 0
     assert line(done, "sandbox") == ("sandbox  missing: turned off (JUDGE_MCP_GATE_SANDBOX=none): judge_code gates "
                                      "run unisolated")
@@ -118,7 +126,7 @@ def test_a_root_that_does_not_exist_is_a_problem_naming_it(tmp_path: Path) -> No
 
 
 def test_asking_the_demo_model_gets_an_answer(tmp_path: Path) -> None:
-    done = check(tmp_path, "--model", JUDGE_MCP_MODEL="demo", JUDGE_MCP_ALLOWED_ROOTS=str(tmp_path))
+    done = check(tmp_path, "--model", JUDGE_MCP_MODEL="demo", JUDGE_MCP_ALLOWED_ROOTS=project(tmp_path))
     assert line(done, "reach").startswith("reach    ok: the model answered in ")
 
 

@@ -104,6 +104,8 @@ ALL = [b for page in PAGES for b in blocks_of(page)]
 def test_every_block_says_what_it_is() -> None:
     unknown = [f"{b.where} ```{b.lang} {b.tag}" for b in ALL if b.tag not in KINDS.get(b.lang, set())]
     assert unknown == []
+    # npx reaches the npm registry: only `sh inspector` blocks (performed with the Python client) may use it.
+    assert [b.where for b in ALL if b.lang == "sh" and b.tag in ("", "background") and "npx " in b.text] == []
 
 
 def test_the_blocks_no_test_runs_are_exactly_the_listed_ones() -> None:

@@ -130,7 +130,9 @@ async def test_the_host_opens_the_data_home_the_shell_used(tmp_path: Path) -> No
             ClientSession(read, write) as session:
         await session.initialize()
         await session.call_tool("create_agent", {"name": "Brand", "template_id": "brand_compliance"})
-    entry = entry_of("claude-desktop", printed_config("claude-desktop", cwd=tmp_path, **shell).stdout)
+    (tmp_path / "project").mkdir()
+    entry = entry_of("claude-desktop", printed_config("claude-desktop", "--root", str(tmp_path / "project"),
+                                                      cwd=tmp_path, **shell).stdout)
     # The host passes its own small environment (no JUDGE_MCP_HOME of the shell), then the block's env.
     host = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
     params = StdioServerParameters(command=entry["command"], args=entry["args"], env=host | entry["env"], cwd="/")
