@@ -132,9 +132,11 @@ def test_the_quick_start_fits_on_a_screen() -> None:
     assert "make serve" in section and "judge-mcp config claude-desktop" in section and "JUDGE_MCP_MODEL=demo" in section
 
 
-def test_the_readme_tools_table_lists_every_tool_the_server_offers(tmp_path: Path) -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Tools"):readme.index("\n## ", readme.index("## Tools"))]
+@pytest.mark.parametrize(("page", "heading"), [("README.md", "## Tools"),
+                                               ("docs/tools.md", "## Every tool, its arguments and its result")])
+def test_the_tools_table_lists_every_tool_the_server_offers(page: str, heading: str, tmp_path: Path) -> None:
+    text = (REPO / page).read_text(encoding="utf-8") + "\n## "
+    section = text[text.index(heading):text.index("\n## ", text.index(heading))]
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     table = section[section.index("| tool |"):]
     assert "\n\n" not in table[:table.index(rows[-1])]  # one table: no blank line splits it
