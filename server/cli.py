@@ -65,16 +65,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8000, help="port for sse/http (default 8000)")
     p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", metavar="{config,check,tokens}")
-    check = sub.add_parser("check", help="validate the configuration (settings, roots, model backend, gate sandbox) "
-                                         "and exit: 0 when the tools can run, 1 otherwise")
+    check = sub.add_parser("check", help="say whether the model, the gate sandbox, the store and the roots are ok "
+                                         "or missing, with what to do; exit 1 when something the configuration "
+                                         "asks for cannot work")
     check.add_argument("--model", action="store_true", help="also send the model one tiny request and say "
                                                             "whether it answered (a problem when it does not)")
     config = sub.add_parser("config", help="print a ready server block for a host's MCP configuration "
-                                           "(absolute paths), then exit")
+                                           "(absolute paths, the data home and every setting set in this "
+                                           "environment; keys and tokens as placeholders), then exit")
     config.add_argument("host", choices=["claude-desktop", "cursor", "vscode", "claude-code"])
     config.add_argument("--root", action="append", dest="roots", metavar="DIR",
-                        help="a directory the tools may read and write (repeatable; default: the current "
-                             "directory)")
+                        help="a directory the tools may read and write (repeatable; default: JUDGE_MCP_ALLOWED_ROOTS "
+                             "when set, else the current directory)")
     tokens = sub.add_parser("tokens", help="manage the HTTP bearer tokens stored (hashed) in the database")
     tsub = tokens.add_subparsers(dest="tokens_command", metavar="{create,list,revoke}", required=True)
     create = tsub.add_parser("create", help="create a token and print its secret (shown this once)")
@@ -344,7 +346,7 @@ def main(argv: list[str] | None = None) -> None:
         from .host_config import print_host_config
 
         try:
-            print_host_config(args.host, args.roots or ["."], settings.model)
+            print_host_config(args.host, args.roots, settings)
         except ValueError as exc:
             raise SystemExit(f"judge-mcp config: {exc}") from None
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -310,6 +311,56 @@ class Settings(BaseSettings):
     gate_max_processes: int = Field(default=GATE_LIMITS.processes, ge=16, le=100_000,
                                     description="Processes and threads one sandboxed gate may have at once.")
     gate_disk_mb: int = Field(default=GATE_LIMITS.work_mb, ge=16, description="Size of the sandboxed work copy's filesystem.")
+
+
+def variable_names() -> dict[str, str]:
+    """Each setting's environment variable, by field name (JUDGE_MCP_<NAME>, or the SDK's own name)."""
+    names: dict[str, str] = {}
+    for name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        names[name] = str(alias.choices[0]) if isinstance(alias, AliasChoices) else f"JUDGE_MCP_{name.upper()}"
+    return names
+
+
+def set_in_environment() -> dict[str, str]:
+    """The variables the settings read that are set in this environment (variable -> value as written), in the
+    order the settings are declared. Names match whatever their case, as pydantic-settings matches them."""
+    env = {k.upper(): v for k, v in os.environ.items()}
+    return {var: env[var] for var in variable_names().values() if var in env}
+
+
+def unknown_in_environment() -> list[str]:
+    """JUDGE_MCP_* variables set here that are no setting (a typo, or a setting of another version)."""
+    known = set(variable_names().values())
+    return sorted(k for k in (k.upper() for k in os.environ) if k.startswith("JUDGE_MCP_") and k not in known)
+
+
+SECRET_WORDS = frozenset({"KEY", "KEYS", "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS",
+                          "SSLPASSWORD", "APIKEY"})
+
+
+def is_secret(variable: str) -> bool:
+    """A variable whose value is a credential (API keys, bearer tokens, passwords): never printed."""
+    return bool(SECRET_WORDS & set(variable.upper().split("_")))
+
+
+def url_without_password(url: str, replacement: str = "***") -> str:
+    """`url` with the password of its user part replaced (a database or Chroma URL may carry one)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    if "://" not in url:  # a libpq key=value string: host=db password=...
+        return re.sub(r"((?:^|\s)(?:ssl)?password\s*=\s*)('[^']*'|\S*)", rf"\g<1>{replacement}", url, flags=re.I)
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url
+    if password:
+        parts = parts._replace(netloc=f"{parts.username or ''}:{replacement}@{parts.netloc.rpartition('@')[2]}")
+    # libpq takes the password as a query parameter too (?password=..., ?sslpassword=...), some gateways a key.
+    query = "&".join(f"{name}={replacement}" if sep and is_secret(re.sub(r"[-.]", "_", name)) else f"{name}{sep}{value}"
+                     for name, sep, value in (p.partition("=") for p in parts.query.split("&"))) if parts.query else ""
+    return urlunsplit(parts._replace(query=query)) if password or query != parts.query else url
 
 
 def load_settings() -> Settings:

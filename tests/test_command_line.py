@@ -50,7 +50,7 @@ def test_check_model_says_the_model_answered(tmp_path: Path, fake_server: FakeMo
     done = judge_mcp("check", "--model", env=env)
     assert done.returncode == 0, done.stderr
     reach = [line for line in done.stderr.splitlines() if line.startswith("reach ")]
-    assert len(reach) == 1 and re.fullmatch(r"reach    the model answered in \d+ ms \(judge-test: 'OK'\)", reach[0])
+    assert len(reach) == 1 and re.fullmatch(r"reach    ok: the model answered in \d+ ms \(judge-test: 'OK'\)", reach[0])
     assert fake_server.requests[0].body["model"] == "judge-test"
 
 
@@ -61,8 +61,8 @@ def test_check_model_is_a_problem_when_the_model_refuses(tmp_path: Path, fake_se
     done = judge_mcp("check", "--model", env=env)
     assert done.returncode == 1
     reach = next(line for line in done.stderr.splitlines() if line.startswith("reach "))
-    assert reach.startswith("reach    ERROR: the model did not answer (")
-    assert done.stderr.splitlines()[-1] == "result   1 problem(s)"
+    assert reach.startswith("reach    missing: the model did not answer (")
+    assert done.stderr.splitlines()[-1] == "result   1 problem(s): reach cannot work as configured (see above)"
 
 
 def test_check_without_model_sends_nothing(tmp_path: Path, fake_server: FakeModelServer) -> None:
