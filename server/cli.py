@@ -25,6 +25,8 @@ gc.disable()
 
 from mcp.server.transport_security import TransportSecuritySettings  # noqa: E402
 
+from judges.errors import SECRETS  # noqa: E402
+
 from .auth import is_loopback  # noqa: E402
 from .settings import Settings, load_settings  # noqa: E402
 
@@ -319,11 +321,19 @@ def _room_poller(handler: logging.Handler) -> Callable[[], bool] | None:
     return lambda: any(mask & select.POLLOUT for _, mask in poller.poll(0))
 
 
+class _Scrubbed(logging.Formatter):
+    """Every line, traceback included, with the settings' secrets masked (an upstream error body may carry
+    a key; an exception a database URL)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return SECRETS.scrub(super().format(record))
+
+
 def configure_logging(level: str) -> None:
     """One stderr handler (stdout belongs to the stdio protocol), written by its own thread: a tool call only
     queues its log line, the write to stderr (a syscall, slow on some hosts) happens off the event loop."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(_Scrubbed("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     queued = _Queued(queue.SimpleQueue(), handler)
     queued.addFilter(_OthersAtWarning())
     atexit.register(queued.flush)  # every queued line is written before the process ends
