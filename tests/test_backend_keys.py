@@ -143,3 +143,15 @@ def test_a_failure_never_holds_a_registered_secret() -> None:
     err = BackendError("backend_error", "upstream said registered-secret-42")
     failure = JudgeFailure("parse_error", "x registered-secret-42", raw="reply registered-secret-42")
     assert "registered-secret-42" not in str(err) + err.failure.message + failure.message + failure.raw
+
+
+async def test_a_reply_echoing_a_registered_key_reaches_the_judge_masked(fake_server: FakeModelServer) -> None:
+    from judges.models.protocol import Message, ModelRequest
+
+    SECRETS.add(COMPATIBLE_KEY)
+    fake_server.respond_with(lambda rec: Scripted(text=f"your header was Bearer {COMPATIBLE_KEY}"))
+    reg = ModelRegistry("openai-compatible:m", BackendConfig(compatible_base_url=fake_server.openai_url,
+                                                             compatible_api_key=COMPATIBLE_KEY), CallPolicy(), 1)
+    reply = await reg.resolve().complete(ModelRequest(messages=[Message.user("hi")]))
+    await reg.aclose()
+    assert reply.text == "your header was Bearer [redacted]"

@@ -310,8 +310,11 @@ async def test_a_rejected_key_recovers_after_the_window_with_exactly_one_probe(
     assert len(fake_server.requests) == 1
     assert "the API key was rejected" in first["structuredContent"]["failures"][0]["message"]
     assert "fail without a request" in at_once["structuredContent"]["failures"][0]["message"]
+    await anyio.sleep(2.2)  # the window is over, the key still refused: of the call's two orders one probes
+    still = await call(url, "tok-a", "pairwise_compare", **pairwise("three"))
+    assert len(fake_server.requests) == 2 and len(still["structuredContent"]["failures"]) == 2
     await anyio.sleep(2.2)
     fake_server.respond_with(lambda rec: Scripted(text="[[A]]"))
-    recovered = await call(url, "tok-b", "pairwise_compare", **pairwise("three"))
+    recovered = await call(url, "tok-b", "pairwise_compare", **pairwise("four"))
     assert not recovered.get("isError") and recovered["structuredContent"]["failures"] == []
-    assert len(fake_server.requests) == 3  # one probe, then the call's other order
+    assert len(fake_server.requests) == 4  # one probe, then the call's other order

@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from judges.errors import BackendError, OverLimitError
+from judges.errors import SECRETS, BackendError, OverLimitError
 from judges.models.fairshare import FairPool
 from judges.models.protocol import ModelClient, ModelReply, ModelRequest
 
@@ -164,6 +164,7 @@ class GuardedClient:
             raise
         self._rejected, self._verified = None, True
         reply.latency_ms = (time.monotonic() - started) * 1000.0
+        reply.text = SECRETS.scrub(reply.text, generic=False)  # a proxy or server echoing a key back in a reply
         return reply
 
     async def _with_retries(self, request: ModelRequest, spent: list[int]) -> ModelReply:
