@@ -15,12 +15,12 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS
+from mcp.types import INVALID_PARAMS, INVALID_REQUEST
 from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
 import prompts
-from judges.errors import JudgeError
+from judges.errors import SECRETS, JudgeError
 from judges.store.access import TokenStore
 
 from . import client_log, health, resources
@@ -173,6 +173,49 @@ class JudgeServer(MCPServer[AppContext]):
             raise tool_error(failure_of(exc)) from exc
 
 
+# The requests counted by the rate limit besides tool calls (JudgeServer.admit counts those, as a tool error).
+RATED_METHODS = frozenset({"resources/read", "prompts/get", "tools/list", "resources/list", "resources/templates/list",
+                           "prompts/list", "completion/complete"})
+
+
+class RequestMiddleware:
+    """Around every MCP request: the organization it runs for (fairshare.ORGANIZATION: the model pool serves
+    organizations in turn, and the background jobs a call starts inherit it); the rate limit for the methods
+    other than tools/call (resource reads, prompts, lists), refused as a JSON-RPC error saying when to retry;
+    and no secret in an error message (judges/errors.py SECRETS)."""
+
+    def __init__(self, server: JudgeServer):
+        self.server = server
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        from types import SimpleNamespace
+
+        from judges.models.fairshare import ORGANIZATION
+
+        try:
+            organization: str | None = organization_of(SimpleNamespace(request_context=ctx))
+        except Exception:  # no lifespan yet (initialize before the app is up)
+            organization = None
+        token = ORGANIZATION.set(organization) if organization is not None else None
+        try:
+            app = self.server.app
+            if ctx.method in RATED_METHODS and app is not None and app.limiter is not None and organization:
+                try:
+                    await app.store(app.limiter.take, organization)
+                except JudgeError as exc:
+                    log_call(ctx.method.replace("/", "_"), (), {}, 0.0, failure_of(exc).kind, None)
+                    raise MCPError(INVALID_REQUEST, str(tool_error(failure_of(exc)))) from exc
+            return await call_next(ctx)
+        except MCPError as exc:
+            message = SECRETS.scrub(exc.message)
+            if message == exc.message:
+                raise
+            raise MCPError(exc.code, message, exc.data) from exc
+        finally:
+            if token is not None:
+                ORGANIZATION.reset(token)
+
+
 def prompt_argument(template: prompts.PromptTemplate, name: str, value: Any) -> Any:
     """An MCP prompt argument (always text) as the template uses it: JSON where the asset declares a JSON
     argument (`{# arg_<name>: JSON ... #}`), the text itself otherwise."""
@@ -283,6 +326,7 @@ def create_server(settings: Settings, *, http_auth: bool = False, base_url: str 
     resource_manager, prompt_manager = mcp._resource_manager, mcp._prompt_manager
     assert isinstance(resource_manager, LazyResources) and isinstance(prompt_manager, LazyPrompts)
     resource_manager.registrations.later(functools.partial(resources.register, mcp))  # on first use
+    mcp.middleware.append(RequestMiddleware(mcp))
     client_log.register(mcp)
     health.register(mcp)
     prompt_manager.registrations.later(functools.partial(_add_prompts, mcp))

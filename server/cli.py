@@ -25,6 +25,8 @@ gc.disable()
 
 from mcp.server.transport_security import TransportSecuritySettings  # noqa: E402
 
+from judges.errors import SECRETS  # noqa: E402
+
 from .auth import is_loopback  # noqa: E402
 from .settings import Settings, load_settings  # noqa: E402
 
@@ -321,11 +323,31 @@ def _room_poller(handler: logging.Handler) -> Callable[[], bool] | None:
     return lambda: any(mask & select.POLLOUT for _, mask in poller.poll(0))
 
 
+class _Scrubbed(logging.Formatter):
+    """Every line `inner` formats, traceback included, with the settings' secrets masked (an upstream error body
+    may carry a key; an exception a database URL)."""
+
+    def __init__(self, inner: logging.Formatter | None) -> None:
+        super().__init__()
+        self.inner = inner or logging.Formatter()
+
+    def format(self, record: logging.LogRecord) -> str:
+        return SECRETS.scrub(self.inner.format(record))
+
+
+def scrub_uvicorn_log() -> None:
+    """uvicorn's own handlers (set up by its Config) mask secrets too."""
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        for handler in logging.getLogger(name).handlers:
+            if not isinstance(handler.formatter, _Scrubbed):
+                handler.setFormatter(_Scrubbed(handler.formatter))
+
+
 def configure_logging(level: str) -> None:
     """One stderr handler (stdout belongs to the stdio protocol), written by its own thread: a tool call only
     queues its log line, the write to stderr (a syscall, slow on some hosts) happens off the event loop."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(_Scrubbed(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")))
     queued = _Queued(queue.SimpleQueue(), handler)
     queued.addFilter(_OthersAtWarning())
     atexit.register(queued.flush)  # every queued line is written before the process ends
@@ -378,6 +400,7 @@ def main(argv: list[str] | None = None) -> None:
                                          stateless_http=settings.stateless_http)
         # No access log: every tool call has its own log line (server/errors.py), and a line per HTTP request
         # written on the event loop cost a fifth of a cheap call's time (bench/http_load.py).
-        uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, access_log=False,
-                                      timeout_keep_alive=settings.http_keepalive_s,
-                                      log_level=settings.log_level.lower())).run()
+        config = uvicorn.Config(app, host=args.host, port=args.port, access_log=False,
+                                timeout_keep_alive=settings.http_keepalive_s, log_level=settings.log_level.lower())
+        scrub_uvicorn_log()
+        uvicorn.Server(config).run()

@@ -109,6 +109,7 @@ def build_registry(settings: Settings) -> ModelRegistry:
             openai_api_key=settings.openai_api_key,
             openai_base_url=settings.openai_base_url,
             compatible_base_url=settings.compatible_base_url,
+            compatible_api_key=settings.compatible_api_key,
             anthropic_model=settings.anthropic_model,
             openai_model=settings.openai_model,
             compatible_model=settings.compatible_model,
@@ -117,8 +118,11 @@ def build_registry(settings: Settings) -> ModelRegistry:
             deadline_s=settings.call_deadline_s,
             max_retries=settings.max_retries,
             max_retry_wait_s=settings.max_retry_wait_s,
+            key_rejected_s=settings.key_rejected_s,
         ),
         settings.concurrency,
+        # Default: three quarters of the pool, so another organization always finds a slot free.
+        settings.org_concurrency or max(1, settings.concurrency * 3 // 4),
     )
 
 
@@ -177,6 +181,7 @@ def build_guidelines(settings: Settings, db: Database, agents: AgentStore,
 
 @asynccontextmanager
 async def open_app(settings: Settings, *, client_roots: bool = True) -> AsyncIterator[AppContext]:
+    settings.register_secrets()
     db = open_database(settings.database_url, settings.database_path)
     models = build_registry(settings)
     guidelines: Guidelines | None = None
@@ -197,8 +202,10 @@ async def open_app(settings: Settings, *, client_roots: bool = True) -> AsyncIte
             log.warning("%d background job(s) of an earlier server process marked interrupted", interrupted)
         async with anyio.create_task_group() as tg:
             limiter = RateLimiter(db, settings.rate_limit_per_minute) if settings.rate_limit_per_minute else None
+            if limiter is not None:  # every model request counts against its organization's rate limit too
+                models.limiter.count = functools.partial(db.run, functools.partial(limiter.take, what="request"))
             app = AppContext(settings=settings, db=db, agents=agents, models=models, guidelines=guidelines,
-                             images=images, client_roots=client_roots, jobs=(runner := JobRunner(store, tg)),
+                             images=images, client_roots=client_roots, jobs=(runner := JobRunner(store, tg, settings.max_jobs_per_org)),
                              metering=build_metering(settings, db), limiter=limiter)
             tg.start_soon(Leases(store, guidelines, settings.lease_s).run, runner.cancel_here)
             log.info("judge-mcp ready: data in %s, model %s", settings.home, settings.model)

@@ -15,7 +15,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from judges.errors import MODEL_KINDS, JudgeError, JudgeFailure
+from judges.errors import MODEL_KINDS, SECRETS, JudgeError, JudgeFailure
 from prompts import PromptError
 from rag.formats import DocumentError
 from rag.store import StoreError
@@ -56,7 +56,8 @@ def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
             outcome = f"incident {incident}"
             log.error("incident %s: tool %s failed unexpectedly", incident, fn.__name__, exc_info=exc)
             raise ToolError(
-                f"internal error, incident {incident}: {type(exc).__name__}: {str(exc)[:300] or 'no message'}. "
+                f"internal error, incident {incident}: {type(exc).__name__}: "
+                f"{SECRETS.scrub(str(exc))[:300] or 'no message'}. "
                 "This is not a problem with your input. Retry once; if it happens again, give the server's "
                 "operator the incident id (the traceback is in the server's log on stderr)."
             ) from exc
@@ -94,7 +95,7 @@ def tool_error(failure: JudgeFailure) -> ToolError:
         text = _PREFIX[failure.kind] + failure.message
     if failure.hint:
         text = f"{text} ({failure.hint})"
-    return ToolError(text)
+    return ToolError(SECRETS.scrub(text))  # a JudgeFailure is scrubbed already; rag's and prompts' errors are not
 
 
 def log_call(tool: str, args: Any, kwargs: dict[str, Any], seconds: float, outcome: str, result: Any) -> None:

@@ -111,9 +111,10 @@ class JobRunner:
     """Runs background jobs in the server's task group (they outlive the request) and keeps their cancel
     scopes; the JobStore holds what they report."""
 
-    def __init__(self, store: JobStore, task_group: TaskGroup):
+    def __init__(self, store: JobStore, task_group: TaskGroup, max_per_org: int | None = None):
         self.store = store
         self.task_group = task_group
+        self.max_per_org = max_per_org  # background jobs one organization may have running (JUDGE_MCP_MAX_JOBS_PER_ORG)
         self._scopes: dict[str, anyio.CancelScope] = {}
 
     async def _store(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -121,7 +122,7 @@ class JobRunner:
         return await self.store.db.run(functools.partial(fn, *args, **kwargs))
 
     async def start(self, ctx: Any, org: str, tool: str, work: Work) -> Job:
-        job = await self._store(self.store.create, org, tool)
+        job = await self._store(self.store.create, org, tool, self.max_per_org)
         self.task_group.start_soon(self._run, ctx, job.job_id, tool, work)
         return job
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.parse
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +13,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from judges.code.gates import GateSettings
 from judges.code.sandbox import Limits as GateLimits
+from judges.errors import SECRETS
 from judges.image.service import ImageSettings
 from judges.inputs.images import ImagePolicy
 from judges.models.guard import CallPolicy
@@ -57,6 +59,9 @@ def parse_tokens(text: str) -> dict[str, str]:
     return tokens
 
 
+_SECRET_PARAM = re.compile(r"(?i)pass|key|token|secret")
+
+
 def _default_home() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "judge-mcp"
@@ -86,9 +91,10 @@ class Settings(BaseSettings):
     http_keepalive_s: int = Field(default=75, ge=1, description="Seconds an idle HTTP connection is kept open. Longer "
                                   "than a load balancer's or client pool's idle timeout (commonly 60 s), so a request "
                                   "sent on a reused connection never meets one the server is just closing.")
-    rate_limit_per_minute: int | None = Field(default=None, ge=1, description="HTTP tool calls one organization may "
-                                              "make per minute, counted in the database (so across replicas); unset: "
-                                              "no limit.")
+    rate_limit_per_minute: int | None = Field(default=None, ge=1, description="Requests one organization may make "
+                                              "per minute: tool calls, resource reads, prompts and lists, and every "
+                                              "model request a call sends, counted together in the database (so "
+                                              "across replicas); unset: no limit.")
     readyz_check_model: bool = Field(default=False, description="/readyz also checks that the model backend's "
                                      "address answers (an HTTP request to its base URL).")
     toolsets: Annotated[list[str] | None, NoDecode] = Field(
@@ -121,6 +127,19 @@ class Settings(BaseSettings):
                                   "OpenAI-compatible base URL.")
     compatible_base_url: str | None = Field(default=None, description="An OpenAI-compatible server (vLLM, Ollama, "
                                             "llama.cpp), e.g. http://127.0.0.1:8080/v1.")
+    compatible_api_key: str | None = Field(default=None, description="The key of JUDGE_MCP_COMPATIBLE_BASE_URL's "
+                                           "server, sent only there (OPENAI_API_KEY goes only to OpenAI's own "
+                                           "address, or OPENAI_BASE_URL). Unset: no key is sent.")
+    key_rejected_s: float = Field(default=30.0, ge=0, le=3600, description=(
+        "After the backend rejects the API key (401/403), calls of that model fail at once, without a request, "
+        "for this many seconds; then one call tries again alone (the others wait for its answer)."))
+    org_concurrency: int | None = Field(default=None, ge=1, le=256, description=(
+        "Model requests one organization may have in flight at once; the shared pool (JUDGE_MCP_CONCURRENCY) is "
+        "served round-robin between the organizations waiting. Default: three quarters of the pool (at least 1), "
+        "so another organization always finds a free slot."))
+    max_jobs_per_org: int = Field(default=8, ge=1, le=10_000, description=(
+        "Background jobs one organization may have running at once (counted in the database, so across "
+        "replicas); one more is refused until one finishes."))
     log_level: str = Field(default="INFO", pattern="^(DEBUG|INFO|WARNING|ERROR|CRITICAL)$",
                            description="Our log on stderr (one line per tool call at INFO); libraries log from WARNING.")
 
@@ -272,6 +291,29 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
+    def _compatible_key_has_its_server(self) -> Settings:
+        if self.compatible_api_key and not self.compatible_base_url:
+            raise ValueError("JUDGE_MCP_COMPATIBLE_API_KEY is set but JUDGE_MCP_COMPATIBLE_BASE_URL is not: the key "
+                             "is sent only to that server (e.g. JUDGE_MCP_COMPATIBLE_BASE_URL=http://127.0.0.1:8080/v1)")
+        return self
+
+    def secrets(self) -> list[str]:
+        """Every secret these settings hold: API keys, bearer tokens, passwords and user info in URLs."""
+        values = [self.anthropic_api_key, self.openai_api_key, self.compatible_api_key, *self.tokens]
+        for url in (self.database_url, self.chroma_url, self.compatible_base_url, self.openai_base_url,
+                    self.anthropic_base_url):
+            parts = urllib.parse.urlsplit(url or "")
+            values.append(parts.password)
+            if parts.scheme in ("http", "https") and parts.password is None:
+                values.append(parts.username)  # https://<token>@host: the user part is the credential
+            values += [v for k, v in urllib.parse.parse_qsl(parts.query) if _SECRET_PARAM.search(k)]
+        return [v for v in values if v]
+
+    def register_secrets(self) -> None:
+        """Make every message a caller or a log reads mask these settings' secrets (judges/errors.py SECRETS)."""
+        SECRETS.add(*self.secrets())
+
+    @model_validator(mode="after")
     def _overlap_below_size(self) -> Settings:
         if self.chunk_overlap >= self.chunk_size:
             raise ValueError("JUDGE_MCP_CHUNK_OVERLAP must be smaller than JUDGE_MCP_CHUNK_SIZE")
@@ -368,7 +410,9 @@ def load_settings() -> Settings:
     from pydantic import ValidationError
 
     try:
-        return Settings()
+        settings = Settings()
+        settings.register_secrets()
+        return settings
     except ValidationError as exc:
         lines = []
         for err in exc.errors():

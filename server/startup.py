@@ -157,13 +157,16 @@ class LazyTools(ToolManager):
 
     def _build(self, name: str) -> None:
         with self._build_lock:
-            recipe = self._recipes.pop(name, None)
+            # The recipe stays until the tool is in place: a concurrent first call that finds it waits here for
+            # the build (popped first, that call found neither and answered "Unknown tool").
+            recipe = self._recipes.get(name)
             if recipe is not None:
                 fn, kwargs = recipe
                 tool = Tool.from_function(fn, **kwargs)
                 if tool.fn_metadata.output_schema is not None:
                     tool.fn_metadata.output_schema = lean_schema(tool.fn_metadata.output_schema)
                 self._tools[tool.name] = tool
+                del self._recipes[name]
 
     def get_tool(self, name: str) -> Tool | None:
         module = self.module_of.get(name)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import anyio
-
 from judges.errors import ConfigError
+from judges.models.fairshare import FairPool
 from judges.models.guard import CallPolicy, GuardedClient
 from judges.models.protocol import ModelClient
 
@@ -41,6 +40,7 @@ class BackendConfig:
     openai_api_key: str | None = None
     openai_base_url: str | None = None
     compatible_base_url: str | None = None
+    compatible_api_key: str | None = None
     anthropic_model: str = "claude-sonnet-4-5"
     openai_model: str = "gpt-4.1-mini"
     compatible_model: str = "default"
@@ -48,14 +48,17 @@ class BackendConfig:
 
 
 class ModelRegistry:
-    """Builds one guarded client per model string, all sharing one concurrency cap."""
+    """Builds one guarded client per model string, all sharing one pool of model requests (at most
+    `concurrency` in flight, `org_concurrency` of them one organization's, served round-robin between the
+    organizations waiting: judges/models/fairshare.py)."""
 
-    def __init__(self, default: str, config: BackendConfig, policy: CallPolicy, concurrency: int):
+    def __init__(self, default: str, config: BackendConfig, policy: CallPolicy, concurrency: int,
+                 org_concurrency: int | None = None):
         parse_model_string(default)
         self.default = default
         self.config = config
         self.policy = policy
-        self.limiter = anyio.CapacityLimiter(concurrency)
+        self.limiter = FairPool(concurrency, org_concurrency)
         self._clients: dict[str, ModelClient] = {}
 
     def guard(self, client: ModelClient, model_id: str | None = None) -> ModelClient:
@@ -123,12 +126,15 @@ class ModelRegistry:
             return OpenAIChatClient(
                 name, api_key=c.openai_api_key, base_url=c.openai_base_url, timeout_s=c.sdk_timeout_s
             )
-        base_url = c.compatible_base_url or c.openai_base_url
-        if not base_url:
+        # Each key goes only to the address it belongs to: the compatible server's own key to
+        # JUDGE_MCP_COMPATIBLE_BASE_URL; OPENAI_API_KEY only where OPENAI_BASE_URL points (never to the former).
+        if c.compatible_base_url:
+            base_url, api_key = c.compatible_base_url, c.compatible_api_key
+        elif c.openai_base_url:
+            base_url, api_key = c.openai_base_url, c.openai_api_key
+        else:
             raise ConfigError(
                 f"model 'openai-compatible:{name}' needs JUDGE_MCP_COMPATIBLE_BASE_URL (or OPENAI_BASE_URL), "
                 "e.g. http://127.0.0.1:8080/v1."
             )
-        return OpenAIChatClient(
-            name, api_key=c.openai_api_key, base_url=base_url, compatible=True, timeout_s=c.sdk_timeout_s
-        )
+        return OpenAIChatClient(name, api_key=api_key, base_url=base_url, compatible=True, timeout_s=c.sdk_timeout_s)
