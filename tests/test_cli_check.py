@@ -25,10 +25,11 @@ def test_a_named_model_without_its_key_is_a_problem_that_says_which_variable(tmp
 
 
 def test_a_complete_configuration_says_what_each_part_resolves_to(tmp_path: Path) -> None:
-    done = check(tmp_path, OPENAI_API_KEY="sk-test", JUDGE_MCP_ALLOWED_ROOTS=str(tmp_path))
+    (tmp_path / "project").mkdir()
+    done = check(tmp_path, OPENAI_API_KEY="sk-test", JUDGE_MCP_ALLOWED_ROOTS=str(tmp_path / "project"))
     lines = done.stderr.splitlines()
     assert done.returncode == 0
-    assert f"roots    {tmp_path}" in lines and "model    auto -> openai:gpt-4.1-mini" in lines
+    assert f"roots    {tmp_path / 'project'}" in lines and "model    auto -> openai:gpt-4.1-mini" in lines
     assert lines[-1] == "result   ok"
 
 
