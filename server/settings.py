@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -337,6 +338,14 @@ class Settings(BaseSettings):
             if scratch.is_relative_to(root):
                 raise ValueError(f"the root {root} ({variable}) holds the temporary directory {scratch}, where "
                                  "every organization's gate copies and uploads pass: name a narrower directory")
+        # The gate sandbox mounts /usr and the Python installation read-only into every organization's gates.
+        mounted = {Path("/usr"), *(Path(os.path.realpath(p)) for p in (sys.prefix, sys.base_prefix))}
+        for name, place in [("JUDGE_MCP_HOME", home), *((v, r) for r, v in named[len(self.allowed_roots):])]:
+            for mount in mounted:
+                if place.is_relative_to(mount):
+                    raise ValueError(f"{name} ({place}) lies inside {mount}, which the gate sandbox shows (read-only) "
+                                     "to every organization's code: move it out (e.g. JUDGE_MCP_HOME="
+                                     "/var/lib/judge-mcp, roots under /srv)")
         return self
 
     @model_validator(mode="after")

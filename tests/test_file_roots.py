@@ -216,6 +216,20 @@ def test_an_organizations_root_holding_the_temporary_directory_is_refused_at_sta
             f"directory {scratch}, where every organization's gate copies and uploads pass") in stderr
 
 
+def test_a_data_home_the_gate_sandbox_shows_to_every_organization_is_refused(tmp_path: Path) -> None:
+    import sys
+
+    from pydantic import ValidationError
+
+    from server.settings import Settings
+
+    inside_venv = Path(os.path.realpath(sys.prefix)) / "judge-data"
+    with pytest.raises(ValidationError, match=f"JUDGE_MCP_HOME \\({inside_venv}\\) lies inside "
+                       f"{os.path.realpath(sys.prefix)}, which the gate sandbox shows \\(read-only\\) to every "
+                       "organization's code"):
+        Settings(home=inside_venv)
+
+
 def test_a_root_that_does_not_exist_is_refused_at_start(tmp_path: Path) -> None:
     stderr = start_fails(server_env(tmp_path / "files", JUDGE_MCP_ALLOWED_ROOTS=str(tmp_path / "nowhere")))
     assert (f"JUDGE_MCP_ALLOWED_ROOTS: Value error, entry 1, '{tmp_path / 'nowhere'}', does not exist; create it "
