@@ -23,6 +23,8 @@ def run_check(settings: Settings, *, model: bool = False) -> int:
     say("home", str(settings.home))
     if settings.allowed_roots:
         say("roots", ", ".join(str(r) for r in settings.allowed_roots))
+    elif settings.org_roots:
+        say("roots", "; ".join(f"{org}: {', '.join(str(r) for r in roots)}" for org, roots in settings.org_roots.items()))
     else:
         say("roots", "none configured: file paths work only with a host that offers MCP roots; set "
                      "JUDGE_MCP_ALLOWED_ROOTS=/path/to/project to allow a directory")

@@ -38,3 +38,10 @@ def test_no_roots_and_no_model_still_pass_and_say_how_to_configure_them(tmp_path
     assert done.returncode == 0
     assert "set JUDGE_MCP_ALLOWED_ROOTS=/path/to/project" in done.stderr
     assert "host sampling is used when the client offers it" in done.stderr
+
+
+def test_each_organizations_roots_are_listed(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    done = check(tmp_path, JUDGE_MCP_ORG_ROOTS=f"org-a={tmp_path / 'a'};org-b={tmp_path / 'b'}")
+    assert done.returncode == 0, done.stderr
+    assert f"roots    org-a: {tmp_path / 'a'}; org-b: {tmp_path / 'b'}" in done.stderr.splitlines()
