@@ -332,6 +332,19 @@ def test_an_absolute_path_outside_keeps_the_roots_advice(stdio: tuple[Any, Path,
         f"is outside the allowed roots ({project}); set JUDGE_MCP_ALLOWED_ROOTS to allow it")
 
 
+def test_a_name_longer_than_the_file_system_allows_is_an_input_error(stdio: tuple[Any, Path, Path]) -> None:
+    running, _, _ = stdio
+    result = running.call("validate_patch", {"patch": remove_a(), "root": "b" * 300})
+    assert result.is_error and result.content[0].text.endswith(f"root '{'b' * 300}': File name too long")
+
+
+def test_a_path_longer_than_any_path_is_refused_by_its_length(stdio: tuple[Any, Path, Path]) -> None:
+    running, _, _ = stdio
+    result = running.call("validate_patch", {"patch": remove_a(), "root": "a/" * 50_000})
+    assert result.is_error and result.content[0].text.endswith(
+        "root is 100000 characters long, more than a path may be (4096); e.g. /home/me/project/guides/brand.pdf")
+
+
 def test_a_relative_path_with_several_roots_names_them(tmp_path: Path) -> None:
     from tests.mcp_helpers import StdioSession
 

@@ -14,6 +14,7 @@ NO_ROOTS = ("no file access: no allowed roots are configured and the client offe
             "JUDGE_MCP_ALLOWED_ROOTS to the project directories (separated by ':', e.g. "
             "JUDGE_MCP_ALLOWED_ROOTS=/home/me/project) in the server's env, or pass the content inline instead")
 OUTSIDE = "set JUDGE_MCP_ALLOWED_ROOTS to allow it"
+MAX_PATH = 4096  # Linux's PATH_MAX: a longer path names nothing
 _FOREIGN_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\)")  # C:\x, C:/x, \\server\share, \x
 
 
@@ -62,6 +63,9 @@ def _allowed(path: str | os.PathLike[str], allowed: Sequence[Path], what: str) -
     text = os.fspath(path)
     if not text or "\x00" in text:
         raise InputError(f"{what} must be a non-empty path without NUL bytes")
+    if len(text) > MAX_PATH:
+        raise InputError(f"{what} is {len(text)} characters long, more than a path may be ({MAX_PATH}); "
+                         "e.g. /home/me/project/guides/brand.pdf")
     absolute, written_absolute = _absolute(text, allowed, what)
     try:
         real = Path(os.path.realpath(absolute))
@@ -80,18 +84,24 @@ def _allowed(path: str | os.PathLike[str], allowed: Sequence[Path], what: str) -
 def resolve_root(root: str | os.PathLike[str], allowed: Sequence[Path]) -> Path:
     """A directory the caller named, real path resolved, that must lie inside one of `allowed`."""
     text, real = _allowed(root, allowed, "root")
-    if not real.is_dir():
-        raise InputError(f"root {text!r} is not an existing directory")
+    try:
+        if not real.is_dir():
+            raise InputError(f"root {text!r} is not an existing directory")
+    except OSError as exc:  # a name longer than the file system allows (ENAMETOOLONG), a permission...
+        raise InputError(f"root {text!r}: {exc.strerror}") from None
     return real
 
 
 def resolve_file(path: str | os.PathLike[str], allowed: Sequence[Path]) -> Path:
     """A file the caller named by absolute or relative path, that must lie inside one of `allowed`."""
     text, real = _allowed(path, allowed, "path")
-    if not real.exists():
-        raise InputError(f"path {text!r}: no such file")
-    if not real.is_file():
-        raise InputError(f"path {text!r} is not a regular file")
+    try:
+        if not real.exists():
+            raise InputError(f"path {text!r}: no such file")
+        if not real.is_file():
+            raise InputError(f"path {text!r} is not a regular file")
+    except OSError as exc:  # a name longer than the file system allows (ENAMETOOLONG), a permission...
+        raise InputError(f"path {text!r}: {exc.strerror}") from None
     return real
 
 
