@@ -73,7 +73,7 @@ def call_roots(settings: Settings, org: str, *, authenticated: bool, owner: str 
     """The roots of one call by `org` (see the module docstring); `client` the client's root URIs (stdio)."""
     if settings.org_roots:
         return Roots(settings.org_roots.get(org, []), none=no_org_roots(org),
-                     outside=f"JUDGE_MCP_ORG_ROOTS lists organization {org!r}'s roots")
+                     outside=f"the roots of organization {org!r} are set by JUDGE_MCP_ORG_ROOTS")
     if authenticated and org != owner:
         return Roots(none=no_org_roots(org))
     if settings.allowed_roots:

@@ -104,7 +104,7 @@ async def test_b_cannot_overwrite_as_files_through_apply_patch(tenants: Tenants)
 async def test_b_is_told_to_configure_its_own_roots_for_an_absolute_path_outside_them(tenants: Tenants) -> None:
     text = await refused(tenants.url, "tok-b", "validate_patch", {"patch": edit_secret(), "root": str(tenants.a)})
     assert text.endswith(f"invalid input: root '{tenants.a}' is outside the allowed roots ({tenants.b}); "
-                         "JUDGE_MCP_ORG_ROOTS lists organization 'org-b''s roots")
+                         "the roots of organization 'org-b' are set by JUDGE_MCP_ORG_ROOTS")
 
 
 async def test_b_cannot_read_as_files_through_validate_patch(tenants: Tenants) -> None:
@@ -162,6 +162,21 @@ def test_probe():
     got = [ast.literal_eval(line.partition("AssertionError: GOT ")[2]) for line in details if "GOT " in line]
     assert got == [{"a": "FileNotFoundError", "a_dir": "FileNotFoundError", "db": "FileNotFoundError",
                     "own": "def add"}]
+
+
+async def test_b_cannot_judge_as_images_or_read_as_calibration_data(tenants: Tenants) -> None:
+    import base64
+
+    png = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+    (tenants.a / "logo.png").write_bytes(png)
+    (tenants.a / "ratings.jsonl").write_text('{"text": "canary", "instruction": "rate", "human_score": 4}\n')
+    async with http_client(tenants.url, "tok-b-admin") as client:
+        await client.call_tool("create_agent", {"name": "eye", "system_prompt": "p"})
+    image = await refused(tenants.url, "tok-b", "evaluate_image", {"brief": "a logo",
+                                                                   "images": [str(tenants.a / "logo.png")]})
+    data = await refused(tenants.url, "tok-b", "calibrate_judge", {
+        "judge": "score_text", "dataset_path": str(tenants.a / "ratings.jsonl"), "rubric": "clarity"})
+    assert "is outside the allowed roots" in image and "is outside the allowed roots" in data
 
 
 async def test_an_organization_without_roots_is_told_how_to_configure_them(tenants: Tenants) -> None:
