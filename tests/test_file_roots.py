@@ -122,9 +122,10 @@ async def test_b_cannot_upload_as_files_as_a_guideline(tenants: Tenants) -> None
     assert listed["documents"] == []
 
 
-async def test_b_cannot_judge_as_project(tenants: Tenants) -> None:
-    text = await refused(tenants.url, "tok-b", "judge_code", {"spec": "add numbers", "root": str(tenants.a)})
-    assert "outside the allowed roots" in text
+async def test_b_cannot_judge_or_patch_as_project(tenants: Tenants) -> None:
+    for tool in ("judge_code", "propose_patch"):
+        text = await refused(tenants.url, "tok-b", tool, {"spec": "add numbers", "root": str(tenants.a)})
+        assert "outside the allowed roots" in text, tool
 
 
 async def test_bs_gates_see_neither_as_files_nor_the_database(tenants: Tenants) -> None:
