@@ -268,14 +268,15 @@ def _register_tools(mcp: JudgeServer, name: str, settings: Settings) -> None:
 
 
 def create_server(settings: Settings, *, http_auth: bool = False, base_url: str | None = None,
-                  client_roots: bool = True) -> MCPServer[AppContext]:
+                  client_roots: bool = True, roots_owner: str | None = None) -> MCPServer[AppContext]:
     """The judge-mcp server; with http_auth, bearer tokens from settings decide the organization.
     client_roots: without JUDGE_MCP_ALLOWED_ROOTS, paths may lie in the client's MCP roots (stdio only:
-    an HTTP client's roots name its own machine, not this one)."""
+    an HTTP client's roots name its own machine, not this one). roots_owner: with http_auth, the one
+    organization JUDGE_MCP_ALLOWED_ROOTS serves (server/roots.py); None: no organization has them."""
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
-        async with open_app(settings, client_roots=client_roots) as app:
+        async with open_app(settings, client_roots=client_roots, roots_owner=roots_owner) as app:
             mcp.app = app
             loading = mcp.load_tool_modules_later(settings.warm_delay_s)
             try:

@@ -199,6 +199,10 @@ def _stored_tokens(settings: Settings) -> bool:
 
 
 def check_roots(settings: Settings, report: Report) -> None:
+    if settings.org_roots:  # each organization's own (JUDGE_MCP_ORG_ROOTS; each checked to exist at start)
+        report.ok("roots", "; ".join(f"{org}: {', '.join(str(r) for r in roots)}"
+                                     for org, roots in settings.org_roots.items()))
+        return
     if not settings.allowed_roots:
         report.lacks("roots", "none configured: file paths (images, root, path) work only with a host that offers "
                               "MCP roots (stdio); inline content always works. To fix: set JUDGE_MCP_ALLOWED_ROOTS="

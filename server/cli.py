@@ -132,14 +132,19 @@ def run_tokens(settings: Settings, args: argparse.Namespace) -> int:
 def has_stored_tokens(settings: Settings) -> bool:
     """True when the database holds a live token (then HTTP requires bearer tokens even without
     JUDGE_MCP_TOKENS)."""
+    return bool(stored_token_owners(settings))
+
+
+def stored_token_owners(settings: Settings) -> list[tuple[str, str]]:
+    """The (organization, role) of every live token stored in the database."""
     if not settings.database_url and not settings.database_path.exists():
-        return False
+        return []
     from judges.store.access import TokenStore
     from judges.store.database import open_database
 
     db = open_database(settings.database_url, settings.database_path)
     try:
-        return any(t.revoked_at is None for t in TokenStore(db).list())
+        return [(t.organization_id, t.role) for t in TokenStore(db).list() if t.revoked_at is None]
     finally:
         db.close()
 
@@ -383,10 +388,17 @@ def main(argv: list[str] | None = None) -> None:
         stop_on_signals()
         anyio.run(serve_stdio, create_server(settings))
         return
-    stored = has_stored_tokens(settings)
+    owners = stored_token_owners(settings)
+    stored = bool(owners)
     security = http_security(settings, args.host, args.port, stored_tokens=stored)
     base_url = f"http://{args.host}:{args.port}"
-    server = create_server(settings, http_auth=bool(settings.tokens) or stored, base_url=base_url, client_roots=False)
+    http_auth = bool(settings.tokens) or stored
+    from .roots import shared_roots_owner, warn_shared_org_roots
+
+    warn_shared_org_roots(settings)
+    roots_owner = shared_roots_owner(settings, owners) if http_auth else None
+    server = create_server(settings, http_auth=http_auth, base_url=base_url, client_roots=False,
+                           roots_owner=roots_owner)
     if args.transport == "sse":
         server.run("sse", host=args.host, port=args.port, transport_security=security,
                    max_request_body_size=settings.request_body_limit)

@@ -5,11 +5,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import urllib.parse
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import anyio
@@ -22,6 +20,7 @@ from judges.errors import ConfigError, InputError
 from judges.image.runs import RunStore
 from judges.image.service import ImageJudging, ImageSettings
 from judges.inputs.images import ImagePolicy
+from judges.inputs.paths import Roots
 from judges.models.guard import CallPolicy
 from judges.models.prices import DEFAULT_PRICES
 from judges.models.protocol import ModelClient
@@ -38,6 +37,7 @@ from judges.store.usage import UsageLedger
 from rag.warmup import Warmup, freeze_heap, import_numpy
 
 from .jobs import JobRunner
+from .roots import call_roots
 from .sampling import SamplingClient, sampling_offered
 from .settings import Settings
 
@@ -55,6 +55,7 @@ class AppContext:
     guidelines: Guidelines
     images: ImageJudging
     client_roots: bool = True  # use the client's MCP roots when no roots are configured (stdio only)
+    roots_owner: str | None = None  # over HTTP with tokens: the one organization JUDGE_MCP_ALLOWED_ROOTS serves
     jobs: JobRunner | None = None  # background jobs, run in the lifespan's task group
     metering: Metering | None = None  # result cache, prices, usage and budgets
     limiter: RateLimiter | None = None  # JUDGE_MCP_RATE_LIMIT_PER_MINUTE, counted in the database
@@ -180,7 +181,8 @@ def build_guidelines(settings: Settings, db: Database, agents: AgentStore,
 
 
 @asynccontextmanager
-async def open_app(settings: Settings, *, client_roots: bool = True) -> AsyncIterator[AppContext]:
+async def open_app(settings: Settings, *, client_roots: bool = True,
+                   roots_owner: str | None = None) -> AsyncIterator[AppContext]:
     settings.register_secrets()
     db = open_database(settings.database_url, settings.database_path)
     models = build_registry(settings)
@@ -189,7 +191,7 @@ async def open_app(settings: Settings, *, client_roots: bool = True) -> AsyncIte
         agents = AgentStore(db)
         guidelines = build_guidelines(settings, db, agents, models)
         images = ImageJudging(agents, RunStore(db), guidelines, ImageSettings(
-            policy=ImagePolicy(allowed_roots=settings.allowed_roots, max_bytes=settings.max_image_bytes,
+            policy=ImagePolicy(allowed_roots=Roots(), max_bytes=settings.max_image_bytes,
                                max_side=settings.max_image_side,
                                max_pixels=settings.max_image_pixels, allow_urls=settings.allow_image_urls),
             max_images=settings.max_images, max_iterations=settings.max_iterations,
@@ -205,7 +207,7 @@ async def open_app(settings: Settings, *, client_roots: bool = True) -> AsyncIte
             if limiter is not None:  # every model request counts against its organization's rate limit too
                 models.limiter.count = functools.partial(db.run, functools.partial(limiter.take, what="request"))
             app = AppContext(settings=settings, db=db, agents=agents, models=models, guidelines=guidelines,
-                             images=images, client_roots=client_roots, jobs=(runner := JobRunner(store, tg, settings.max_jobs_per_org)),
+                             images=images, client_roots=client_roots, roots_owner=roots_owner, jobs=(runner := JobRunner(store, tg, settings.max_jobs_per_org)),
                              metering=build_metering(settings, db), limiter=limiter)
             tg.start_soon(Leases(store, guidelines, settings.lease_s).run, runner.cancel_here)
             log.info("judge-mcp ready: data in %s, model %s", settings.home, settings.model)
@@ -226,7 +228,7 @@ async def ask_client_roots(ctx: Context) -> ListRootsResult | ListRoots | None:
 
     Asked on every call that takes a path, so a client's roots/list_changed is always honoured."""
     app = app_of(ctx)
-    if app.settings.allowed_roots or not app.client_roots:
+    if app.settings.allowed_roots or app.settings.org_roots or not app.client_roots:
         return None
     try:
         caps = ctx.client_capabilities
@@ -244,23 +246,15 @@ ExpectedScore = Annotated[bool, Field(description="Also report the log-probabili
 Samples = Annotated[int, Field(description="Ask n times at once; adds the spread (scores) or the vote (verdicts).")]
 
 
-def roots_for(ctx: Any, client_roots: ListRootsResult | None) -> list[Path]:
-    """The directories this call may touch: JUDGE_MCP_ALLOWED_ROOTS, else the client's file:// roots
-    (never '/'), else none (and then paths.py says how to configure them)."""
+def roots_for(ctx: Any, client_roots: ListRootsResult | None) -> Roots:
+    """The directories this call may touch: its organization's own roots (server/roots.py), and what to tell
+    the caller when a path lies outside them (paths.py says it)."""
+    from mcp.server.auth.middleware.auth_context import get_access_token
+
     app = app_of(ctx)
-    if app.settings.allowed_roots:
-        return list(app.settings.allowed_roots)
-    roots: list[Path] = []
-    for root in client_roots.roots if client_roots is not None else []:
-        uri = urllib.parse.urlsplit(str(root.uri))
-        if uri.scheme != "file" or uri.netloc not in ("", "localhost"):
-            continue
-        path = Path(urllib.parse.unquote(uri.path)).resolve()
-        if path == Path(path.anchor):
-            log.warning("ignoring the client's root %s: it would open the whole filesystem", root.uri)
-            continue
-        roots.append(path)
-    return roots
+    uris = [str(root.uri) for root in client_roots.roots] if client_roots is not None else []
+    return call_roots(app.settings, organization_of(ctx), authenticated=get_access_token() is not None,
+                      owner=app.roots_owner, client=uris)
 
 
 def image_policy(ctx: Any, client_roots: ListRootsResult | None) -> ImagePolicy:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+import tempfile
 import urllib.parse
 from pathlib import Path
 from typing import Annotated
@@ -60,6 +62,39 @@ def parse_tokens(text: str) -> dict[str, str]:
 
 
 _SECRET_PARAM = re.compile(r"(?i)pass|key|token|secret")
+def checked_roots(value: list[Path]) -> list[Path]:
+    """Configured roots, `~` expanded and real paths resolved; each an existing directory, none '/'."""
+    roots = [Path(os.path.realpath(p.expanduser())) for p in value]
+    for i, (given, root) in enumerate(zip(value, roots, strict=True), 1):
+        if root == Path(root.anchor):
+            raise ValueError(f"entry {i} is {str(given)!r}, which would open the whole filesystem; "
+                             "name the project directories instead, e.g. /home/me/project")
+        if not root.exists():
+            raise ValueError(f"entry {i}, {str(given)!r}, does not exist; create it or name an existing directory, "
+                             "e.g. /home/me/project")
+        if not root.is_dir():
+            raise ValueError(f"entry {i}, {str(given)!r}, is not a directory; name a directory, e.g. /home/me/project")
+    return roots
+
+
+def parse_org_roots(text: str) -> dict[str, list[Path]]:
+    """'org=dir:dir;org2=dir' (';' or new lines between organizations, each one's directories like PATH)."""
+    out: dict[str, list[Path]] = {}
+    for position, item in enumerate((i.strip() for i in text.replace("\n", ";").split(";")), 1):
+        if not item:
+            continue
+        org, sep, dirs = item.partition("=")
+        org = org.strip()
+        if not sep or not org:
+            raise ValueError(f"entry {position} is not 'organization=directory' (e.g. 'acme=/srv/acme')")
+        paths = [Path(p.strip()) for p in dirs.split(os.pathsep) if p.strip()]
+        if not paths:
+            raise ValueError(f"entry {position} (organization {org!r}) names no directory (e.g. '{org}=/srv/{org}')")
+        if org in out:
+            raise ValueError(f"entry {position} names organization {org!r} again; list all of its directories "
+                             f"in one entry (e.g. '{org}=/srv/a:/srv/b')")
+        out[org] = paths
+    return out
 
 
 def _default_home() -> Path:
@@ -80,6 +115,13 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Directories that file paths may lie in, separated like PATH. Unset: the client's MCP "
                     "roots (stdio), else no file access. Never '/' and never the working directory implicitly.",
+    )
+    org_roots: Annotated[dict[str, list[Path]], NoDecode] = Field(
+        default_factory=dict,
+        description="On HTTP with several organizations, each organization's own roots: 'org=dir:dir;org2=dir' "
+                    "(organizations separated by ';', each one's directories like PATH), e.g. "
+                    "'acme=/srv/acme:/srv/shared-acme;globex=/srv/globex'. An organization not named has no file "
+                    "access. Replaces JUDGE_MCP_ALLOWED_ROOTS (set one of the two).",
     )
     tokens: Annotated[dict[str, str], NoDecode] = Field(
         default_factory=dict, description="HTTP bearer tokens: 'token1=orgA,token2=orgB:member', or @/path/to/file. "
@@ -240,12 +282,23 @@ class Settings(BaseSettings):
     @field_validator("allowed_roots")
     @classmethod
     def _resolve_roots(cls, value: list[Path]) -> list[Path]:
-        roots = [p.expanduser().resolve() for p in value]
-        for i, root in enumerate(roots, 1):
-            if root == Path(root.anchor):
-                raise ValueError(f"entry {i} is {str(root)!r}, which would open the whole filesystem; "
-                                 "name the project directories instead, e.g. /home/me/project")
-        return roots
+        return checked_roots(value)
+
+    @field_validator("org_roots", mode="before")
+    @classmethod
+    def _parse_org_roots(cls, value: object) -> object:
+        return parse_org_roots(value) if isinstance(value, str) else value
+
+    @field_validator("org_roots")
+    @classmethod
+    def _resolve_org_roots(cls, value: dict[str, list[Path]]) -> dict[str, list[Path]]:
+        out = {}
+        for org, roots in value.items():
+            try:
+                out[org] = checked_roots(roots)
+            except ValueError as exc:
+                raise ValueError(f"organization {org!r}: {exc}") from None
+        return out
 
     @field_validator("allowed_hosts", "allowed_origins", mode="before")
     @classmethod
@@ -312,6 +365,47 @@ class Settings(BaseSettings):
     def register_secrets(self) -> None:
         """Make every message a caller or a log reads mask these settings' secrets (judges/errors.py SECRETS)."""
         SECRETS.add(*self.secrets())
+
+    @model_validator(mode="after")
+    def _home_outside_roots(self) -> Settings:
+        """The data home (database, embedded store, cached tool listing) is never reachable through a root, and
+        ALLOWED_ROOTS and ORG_ROOTS are not both set (which one applies would be a guess)."""
+        if self.allowed_roots and self.org_roots:
+            raise ValueError("JUDGE_MCP_ALLOWED_ROOTS and JUDGE_MCP_ORG_ROOTS are both set: set one of them "
+                             "(JUDGE_MCP_ORG_ROOTS gives each organization its own roots, e.g. "
+                             "'acme=/srv/acme;globex=/srv/globex')")
+        named = [(root, "JUDGE_MCP_ALLOWED_ROOTS") for root in self.allowed_roots]
+        named += [(root, f"JUDGE_MCP_ORG_ROOTS, organization {org!r}")
+                  for org, roots in self.org_roots.items() for root in roots]
+        home = Path(os.path.realpath(self.home))
+        kept = [("JUDGE_MCP_HOME", home, "database and cached tool listing")]
+        if self.model_cache is not None:
+            kept.append(("JUDGE_MCP_MODEL_CACHE", Path(os.path.realpath(self.model_cache.expanduser())),
+                         "embedding model, which every organization's searches use"))
+        for root, variable in named:
+            for name, place, what in kept:
+                if place == root or place.is_relative_to(root):
+                    raise ValueError(f"{name} ({place}) lies inside the root {root} ({variable}): callers could "
+                                     f"read and overwrite the server's {what} through it. Move it out of every "
+                                     "root (e.g. JUDGE_MCP_HOME=/var/lib/judge-mcp) or name narrower roots")
+                if root.is_relative_to(place):
+                    raise ValueError(f"the root {root} ({variable}) lies inside {name} ({place}): callers could "
+                                     f"read and overwrite the server's {what} through it. Name a root outside "
+                                     f"it, or move {name}")
+        scratch = Path(os.path.realpath(tempfile.gettempdir()))
+        for root, variable in named[len(self.allowed_roots):]:
+            if scratch.is_relative_to(root):
+                raise ValueError(f"the root {root} ({variable}) holds the temporary directory {scratch}, where "
+                                 "every organization's gate copies and uploads pass: name a narrower directory")
+        # The gate sandbox mounts /usr and the Python installation read-only into every organization's gates.
+        mounted = {Path("/usr"), *(Path(os.path.realpath(p)) for p in (sys.prefix, sys.base_prefix))}
+        for name, place in [("JUDGE_MCP_HOME", home), *((v, r) for r, v in named[len(self.allowed_roots):])]:
+            for mount in mounted:
+                if place.is_relative_to(mount):
+                    raise ValueError(f"{name} ({place}) lies inside {mount}, which the gate sandbox shows (read-only) "
+                                     "to every organization's code: move it out (e.g. JUDGE_MCP_HOME="
+                                     "/var/lib/judge-mcp, roots under /srv)")
+        return self
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> Settings:
@@ -416,7 +510,10 @@ def load_settings() -> Settings:
     except ValidationError as exc:
         lines = []
         for err in exc.errors():
-            field = str(err["loc"][0]) if err["loc"] else "?"
+            if not err["loc"]:  # a check across settings: its message names the variables
+                lines.append(str(err["msg"]).removeprefix("Value error, "))
+                continue
+            field = str(err["loc"][0])
             info = Settings.model_fields.get(field)
             alias = info.validation_alias if info else None
             var = alias.choices[0] if isinstance(alias, AliasChoices) else f"JUDGE_MCP_{field.upper()}"

@@ -19,9 +19,11 @@ heavy imports needs no `rag.warmup.HEAVY`; one lock keeps two threads from loadi
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -384,7 +386,10 @@ class Listing:
 
 
 class ListingCache:
-    """The tools/list answer of one code version, in the data home."""
+    """The tools/list answer of one code version, in the data home, sealed with an HMAC whose key (random, made
+    by the first start, mode 0600) lives beside it: a listing edited by anyone without the key is ignored (and
+    rebuilt from the code), so a tampered file never changes what the tools say. The data home is also never
+    inside an allowed root (server/settings.py), so no caller reaches either file."""
 
     def __init__(self, directory: Path):
         self.directory = directory
@@ -396,10 +401,49 @@ class ListingCache:
             self._key = listing_key()
         return self.directory / f"tools-{self._key}.json"
 
-    def read(self) -> Listing | None:
-        """The cached listing, if there is a well-formed one for this code."""
+    def _secret(self, create: bool) -> bytes | None:
+        """The sealing key; made (atomically: a complete file or none) when `create` and there is none yet."""
+        path = self.directory / "listing.key"
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            secret = path.read_bytes()
+            return secret if len(secret) == 32 else None
+        except FileNotFoundError:
+            if not create:
+                return None
+        except OSError:
+            return None
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".listing.key.{os.getpid()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(os.urandom(32))
+            try:
+                os.link(tmp, path)  # fails when another process made the key first: then that one is read
+            except FileExistsError:
+                pass
+            finally:
+                tmp.unlink()
+            return self._secret(create=False)
+        except OSError as exc:
+            log.debug("no key to seal the tool listing: %s", exc)
+            return None
+
+    # The file is JSON that starts with its seal: {"seal":"<HMAC-SHA256 of everything after this prefix>",...}.
+    # Sealing the bytes as written costs ~0.3 ms a start (a canonical re-dump of the parsed listing cost ~10).
+    _PREFIX = re.compile(r'\{"seal":"([0-9a-f]{64})",')
+
+    def read(self) -> Listing | None:
+        """The cached listing, if there is a well-formed one for this code, sealed with this home's key."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+            secret, sealed = self._secret(create=False), self._PREFIX.match(text)
+            rest = text[sealed.end():] if sealed else ""
+            if secret is None or sealed is None or not hmac.compare_digest(
+                    sealed.group(1), hmac.new(secret, rest.encode(), hashlib.sha256).hexdigest()):
+                log.warning("the cached tool listing %s fails its check (edited?); listing from the code", self.path)
+                return None
+            data = json.loads(text)
             tools = [MCPTool.model_validate(t) for t in data["tools"]]
             modules = {str(m): [str(n) for n in names] for m, names in data["modules"].items()}
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
@@ -411,11 +455,15 @@ class ListingCache:
     def save(self, tools: list[MCPTool], modules: dict[str, list[str]]) -> None:
         """Write atomically (several processes may share the home); a failure only costs the next start time."""
         try:
+            secret = self._secret(create=True)
+            if secret is None:
+                return
             self.directory.mkdir(parents=True, exist_ok=True)
+            rest = json.dumps({"tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools],
+                               "modules": modules})[1:]
+            seal = hmac.new(secret, rest.encode(), hashlib.sha256).hexdigest()
             tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({
-                "tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools],
-                "modules": modules}), encoding="utf-8")
+            tmp.write_text(f'{{"seal":"{seal}",{rest}', encoding="utf-8")
             os.replace(tmp, self.path)
         except OSError as exc:
             log.debug("tool listing not cached: %s", exc)

@@ -64,7 +64,11 @@ MODEL_CACHE = Path(tempfile.gettempdir()) / "judge-mcp-test-models"
 
 
 def make_settings(home: Path, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {"home": home, "allowed_roots": [home], "max_retry_wait_s": 5.0,
+    """Settings whose one allowed root is `home` (created), with the data beside it (mcp_helpers.data_home)."""
+    from tests.mcp_helpers import data_home
+
+    home.mkdir(parents=True, exist_ok=True)
+    values: dict[str, Any] = {"home": data_home(home), "allowed_roots": [home], "max_retry_wait_s": 5.0,
                               "model_cache": MODEL_CACHE, "warm_embeddings": False}
     values.update(overrides)
     return Settings(**values)

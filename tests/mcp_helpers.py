@@ -12,14 +12,29 @@ from typing import Any
 JUDGE_MCP = str(Path(sys.executable).with_name("judge-mcp"))
 
 
+def data_home(home: Path) -> Path:
+    """Where server_env and make_settings keep the server's data for a test's `home`: beside it, never in it
+    (the data home may not lie inside an allowed root)."""
+    return home.with_name(home.name + "-data")
+
+
 def server_env(home: Path, **extra: str) -> dict[str, str]:
-    """The environment of a spawned `judge-mcp`: data in `home`, which is also the one allowed root."""
+    """The environment of a spawned `judge-mcp`: `home` (created) is the one allowed root, its data in
+    data_home(home)."""
     from tests.conftest import MODEL_CACHE
 
+    home.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_"))
            or k == "JUDGE_MCP_DATABASE_URL"}  # the engine under test (conftest.py `on_engine`)
-    env.update({"JUDGE_MCP_HOME": str(home), "JUDGE_MCP_ALLOWED_ROOTS": str(home),
-                "JUDGE_MCP_MODEL_CACHE": str(MODEL_CACHE), **extra})
+    roots = {} if "JUDGE_MCP_ORG_ROOTS" in extra else {"JUDGE_MCP_ALLOWED_ROOTS": str(home)}
+    tokens = extra.get("JUDGE_MCP_TOKENS", "")
+    if "JUDGE_MCP_ALLOWED_ROOTS" not in extra and "JUDGE_MCP_ORG_ROOTS" not in extra and tokens:
+        # An HTTP server with tokens: `home` as every organization's own root (tests about tenancy give each
+        # organization its own with JUDGE_MCP_ORG_ROOTS).
+        orgs = {pair.rpartition("=")[2].rsplit(":", 1)[0] if pair.endswith((":member", ":admin", ":superadmin"))
+                else pair.rpartition("=")[2] for pair in tokens.split(",") if "=" in pair}
+        roots = {"JUDGE_MCP_ORG_ROOTS": ";".join(f"{org.strip()}={home}" for org in sorted(orgs))}
+    env.update({"JUDGE_MCP_HOME": str(data_home(home)), **roots, "JUDGE_MCP_MODEL_CACHE": str(MODEL_CACHE), **extra})
     return env
 
 

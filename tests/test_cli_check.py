@@ -135,3 +135,10 @@ def test_a_database_url_the_driver_cannot_read_is_a_problem_that_never_shows_its
     assert done.returncode == 1 and "hunter2" not in done.stderr
     assert line(done, "store").startswith("store    missing: PostgreSQL at mysql://judge:***@127.0.0.1/judge did not "
                                           "answer (ProgrammingError: ")
+
+
+def test_each_organizations_roots_are_listed(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    done = check(tmp_path, JUDGE_MCP_MODEL="demo",
+                 JUDGE_MCP_ORG_ROOTS=f"org-a={tmp_path / 'a'};org-b={tmp_path / 'b'}")
+    assert line(done, "roots") == f"roots    ok: org-a: {tmp_path / 'a'}; org-b: {tmp_path / 'b'}"

@@ -138,7 +138,7 @@ def test_ctrl_c_stops_a_stdio_server_at_once_without_a_traceback(tmp_path: Path)
 def test_the_first_start_of_a_fresh_home_prints_only_our_log_lines(tmp_path: Path) -> None:
     # A fresh data home with its own model cache: the embedding model is exported on this start.
     home = tmp_path / "home"
-    env = server_env(home, JUDGE_MCP_WARM_DELAY_S="0", JUDGE_MCP_MODEL_CACHE=str(home / "models"),
+    env = server_env(home, JUDGE_MCP_WARM_DELAY_S="0", JUDGE_MCP_MODEL_CACHE=str(tmp_path / "models"),
                      JUDGE_MCP_LOG_LEVEL="INFO") | {"PYTHONPATH": REPO}
     proc = subprocess.Popen([sys.executable, "-m", "server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, cwd="/", text=True)
@@ -147,7 +147,7 @@ def test_the_first_start_of_a_fresh_home_prints_only_our_log_lines(tmp_path: Pat
     proc.stdin.flush()
     assert '"id":1' in proc.stdout.readline()
     deadline = time.monotonic() + 240
-    while not (home / "models" / "all-MiniLM-L6-v2-fused-int8.onnx").exists() and time.monotonic() < deadline:
+    while not (tmp_path / "models" / "all-MiniLM-L6-v2-fused-int8.onnx").exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     while not _parse_worker_of(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.2)  # the warm-up's last step starts the parse worker

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from judges.code import sandbox
-from tests.mcp_helpers import free_port, processes_with, wait_for_port
+from tests.mcp_helpers import data_home, free_port, processes_with, wait_for_port
 from tests.test_transports import JUDGE_MCP, client_with_token, server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -227,7 +227,7 @@ async def attack(server: Server) -> dict[str, Any]:
         created = await a.call_tool("create_agent", {"name": server.canaries["sqlite"], "system_prompt": "p"})
         assert not created.is_error
     marker = f"judge-attack-{uuid.uuid4().hex}"
-    source = ATTACKS.format(pid=server.pid, port=server.port, data=str(server.home), fake_home=str(server.fake_home),
+    source = ATTACKS.format(pid=server.pid, port=server.port, data=str(data_home(server.home)), fake_home=str(server.fake_home),
                             marker=marker)
     before = {p: p.read_bytes() for p in server.fake_home.rglob("*") if p.is_file()}
     async with client_with_token(server.url, "tok-b") as b:
@@ -275,7 +275,7 @@ async def test_writes_outside_the_copy_reach_nothing_outside(attack: dict[str, A
     got = attack["got"]["test_write_outside"]
     # /tmp and the paths under it (the data directory lives in the host's /tmp here) are the sandbox's own tmpfs
     assert got["usr"] == "OSError" and got["input"] == "OSError"
-    assert not (server.home / "pwned").exists() and not (server.fake_home / "pwned").exists()
+    assert not (data_home(server.home) / "pwned").exists() and not (server.fake_home / "pwned").exists()
     assert not Path("/tmp", attack["marker"]).exists()
     after = {p: p.read_bytes() for p in server.fake_home.rglob("*") if p.is_file()}
     assert after == attack["before"]

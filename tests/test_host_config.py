@@ -108,7 +108,8 @@ def test_the_shells_allowed_roots_are_kept_when_no_root_is_given(tmp_path: Path)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     roots = f"{tmp_path / 'a'}{os.pathsep}{tmp_path / 'b'}"
-    done = printed_config("vscode", cwd=tmp_path, JUDGE_MCP_HOME=str(tmp_path), JUDGE_MCP_ALLOWED_ROOTS=roots)
+    done = printed_config("vscode", cwd=tmp_path, JUDGE_MCP_HOME=str(tmp_path / "home"),
+                          JUDGE_MCP_ALLOWED_ROOTS=roots)  # a root may not lie inside the data home
     assert entry_of("vscode", done.stdout)["env"]["JUDGE_MCP_ALLOWED_ROOTS"] == roots
 
 

@@ -16,6 +16,8 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.mcp_helpers import data_home
+
 # numpy and onnxruntime too: a tool module is imported beside the warm-up's heavy imports (server/startup.py).
 HEAVY = ("torch", "sentence_transformers", "chromadb", "anthropic", "openai", "transformers", "numpy", "onnxruntime")
 REPO = Path(__file__).resolve().parents[1]
@@ -56,7 +58,7 @@ def _listing(home: Path) -> tuple[list[dict[str, object]], list[str], dict[str, 
 
 def test_a_second_start_lists_the_same_tools_from_the_data_home_cache(tmp_path: Path) -> None:
     first, templates, _ = _listing(tmp_path)
-    cached = list((tmp_path / "cache").glob("tools-*.json"))
+    cached = list((data_home(tmp_path) / "cache").glob("tools-*.json"))
     assert len(cached) == 1 and json.loads(cached[0].read_text())["tools"] == first
     second, templates_again, created = _listing(tmp_path)
     assert second == first and templates_again == templates
@@ -65,7 +67,7 @@ def test_a_second_start_lists_the_same_tools_from_the_data_home_cache(tmp_path: 
 
 def test_a_cached_listing_that_does_not_name_the_same_tools_is_rebuilt(tmp_path: Path) -> None:
     first, _, _ = _listing(tmp_path)
-    cached = next((tmp_path / "cache").glob("tools-*.json"))
+    cached = next((data_home(tmp_path) / "cache").glob("tools-*.json"))
     cached.write_text(json.dumps({"tools": [{"name": "bogus", "inputSchema": {"type": "object"}}],
                                   "modules": {"agent_tools": ["bogus"]}}))
     again, _, _ = _listing(tmp_path)
@@ -141,7 +143,7 @@ async def cache_listing(home: Path) -> None:
     """A first start on `home`: its tools/list writes this code's listing into the data home."""
     async with started(home) as first:
         await first.client.list_tools()
-    assert list((home / "cache").glob("tools-*.json"))
+    assert list((data_home(home) / "cache").glob("tools-*.json"))
 
 
 @pytest.mark.anyio
@@ -203,7 +205,7 @@ def raw_tools_list(home: Path) -> str:
 
 def test_the_tools_list_answer_is_byte_for_byte_the_same_with_and_without_the_cached_listing(tmp_path: Path) -> None:
     built = raw_tools_list(tmp_path)
-    assert list((tmp_path / "cache").glob("tools-*.json"))
+    assert list((data_home(tmp_path) / "cache").glob("tools-*.json"))
     cached = raw_tools_list(tmp_path)
     assert cached == built and len(json.loads(built)["result"]["tools"]) == 30
 

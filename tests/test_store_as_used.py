@@ -38,8 +38,9 @@ LONG = "\n\n".join(f"Section {i}. The layout rule number {i} says that margins o
 def server_env(home: Path, **extra: str) -> dict[str, str]:
     """The environment a host gives: only the data home, roots and the shared model cache set."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_"))}
-    env.update({"JUDGE_MCP_HOME": str(home), "JUDGE_MCP_ALLOWED_ROOTS": os.pathsep.join([str(home), str(CORPORA)]),
-                "JUDGE_MCP_MODEL_CACHE": str(MODEL_CACHE), **extra})
+    # The corpora as the one root (when present): the data home may not lie inside a root.
+    env.update({"JUDGE_MCP_HOME": str(home), "JUDGE_MCP_MODEL_CACHE": str(MODEL_CACHE),
+                **({"JUDGE_MCP_ALLOWED_ROOTS": str(CORPORA)} if CORPORA.is_dir() else {}), **extra})
     return env
 
 

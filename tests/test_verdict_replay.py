@@ -78,7 +78,8 @@ async def test_replay_through_a_real_judge_mcp_stdio_process(fake_server_session
     sample = [(source, records[:25]) for source, records in load_sources(corpus("judge_outputs"))]
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_"))}
-    env.update({"JUDGE_MCP_HOME": str(home), "JUDGE_MCP_ALLOWED_ROOTS": str(tmp_path),
+    (tmp_path / "files").mkdir()
+    env.update({"JUDGE_MCP_HOME": str(home), "JUDGE_MCP_ALLOWED_ROOTS": str(tmp_path / "files"),
                 "JUDGE_MCP_MODEL_CACHE": str(MODEL_CACHE), "JUDGE_MCP_MODEL": "openai:replayed-judge",
                 "OPENAI_API_KEY": "sk-replay", "OPENAI_BASE_URL": fake_server_session.openai_url})
     fake_server_session.reset()
