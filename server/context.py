@@ -99,6 +99,8 @@ def build_metering(settings: Settings, db: Database) -> Metering:
         cache=ResultCache(db, ttl_s=settings.cache_ttl_s, max_entries=settings.cache_max_entries),
         ledger=UsageLedger(db, settings.daily_budget_usd, settings.org_budgets_usd),
         prices={**DEFAULT_PRICES, **settings.prices},
+        # A reservation outlives any request's deadline (retries included) before it counts as abandoned.
+        reservation_ttl_s=2 * settings.call_deadline_s + 60,
     )
 
 
