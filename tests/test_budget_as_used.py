@@ -248,3 +248,14 @@ async def test_cache_false_asks_for_the_g_eval_steps_again(tmp_path: Path, fake:
         _, fresh = await tool(url, "tok-a", "score_text", text="Two.", criteria=CRITERION, method="g_eval",
                               cache=False)
     assert fresh["steps_cached"] == [] and fresh["usage"]["requests"] == 2 and steps_asked(fake) == 2
+
+
+async def test_cache_false_asks_a_calibrations_judge_again(tmp_path: Path, fake: FakeModelServer) -> None:
+    dataset = "\n".join(json.dumps({"instruction": f"Question {i}?", "candidates": [f"good {i}", "bad"],
+                                    "human_winner": "A"}) for i in range(2))
+    with http_server(tmp_path / "home", fake) as url:
+        for cache in (True, True, False):
+            error, report = await tool(url, "tok-a", "calibrate_judge", judge="pairwise_compare", dataset=dataset,
+                                       background=False, cache=cache)
+            assert not error, report
+    assert len(fake.requests) == 4 + 0 + 4  # the second from A's cache; cache: false asks both orders again

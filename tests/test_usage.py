@@ -120,3 +120,34 @@ def test_concurrent_reservations_of_two_replicas_never_pass_the_budget(database_
     for db in databases:
         db.close()
     assert len(held) == 5 and view.reserved == 0.05
+
+
+def test_a_request_cancelled_in_flight_counts_at_its_estimate(db: Database) -> None:
+    """The backend may bill a request whose caller went away: cancelling is no way around the budget."""
+    import anyio
+
+    from judges.models.prices import Price, estimated_cost
+    from judges.models.protocol import Message, ModelReply, ModelRequest
+    from judges.store.metering import Metering
+    from judges.store.results import ResultCache
+
+    class Slow:
+        name = "openai:m"
+
+        async def complete(self, request: ModelRequest) -> ModelReply:
+            await anyio.sleep(30)
+            raise AssertionError("not reached")
+
+    price = Price(input=2.0, output=10.0)
+    metering = Metering(cache=ResultCache(db, ttl_s=0, max_entries=1), ledger=UsageLedger(db, daily_budget_usd=1.0),
+                        prices={"m": price})
+    request = ModelRequest(messages=[Message.user("Which is better?")], max_tokens=100)
+
+    async def cancelled() -> None:
+        client = await metering.client(Slow(), "acme", "openai:m")
+        with anyio.move_on_after(0.2):
+            await client.complete(request)
+
+    anyio.run(cancelled)
+    (day,) = metering.ledger.report("acme", days=1).days
+    assert (day.requests, day.cost_usd) == (1, estimated_cost(price, request))
