@@ -72,8 +72,10 @@ class AppContext:
         server's default, with the host's sampling offered when this call's client has it (ModelRegistry.resolve).
         The organization is the call's: an agent is only ever one the caller's organization owns. The client
         is metered for that organization (result cache unless `cache` is false, cost, usage); a call whose
-        organization has spent its daily budget is refused here, before any model request. Async because that
-        budget is read from the store (Metering.client: off the event loop on PostgreSQL)."""
+        organization has spent its daily budget, or that names a model with no price while a budget is set, is
+        refused here, before any model request, and each later request reserves its estimated cost first
+        (judges/store/metering.py). Async because that budget is read from the store (Metering.client: off the
+        event loop on PostgreSQL)."""
         sampling = SamplingClient(ctx) if sampling_offered(ctx) else None
         client = self.models.resolve(model, sampling=sampling, agent_model=agent.model if agent is not None else None)
         if self.metering is None:
