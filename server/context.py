@@ -73,8 +73,10 @@ class AppContext:
         server's default, with the host's sampling offered when this call's client has it (ModelRegistry.resolve).
         The organization is the call's: an agent is only ever one the caller's organization owns. The client
         is metered for that organization (result cache unless `cache` is false, cost, usage); a call whose
-        organization has spent its daily budget is refused here, before any model request. Async because that
-        budget is read from the store (Metering.client: off the event loop on PostgreSQL)."""
+        organization has spent its daily budget, or that names a model with no price while a budget is set, is
+        refused here, before any model request, and each later request reserves its estimated cost first
+        (judges/store/metering.py). Async because that budget is read from the store (Metering.client: off the
+        event loop on PostgreSQL)."""
         sampling = SamplingClient(ctx) if sampling_offered(ctx) else None
         client = self.models.resolve(model, sampling=sampling, agent_model=agent.model if agent is not None else None)
         if self.metering is None:
@@ -98,6 +100,8 @@ def build_metering(settings: Settings, db: Database) -> Metering:
         cache=ResultCache(db, ttl_s=settings.cache_ttl_s, max_entries=settings.cache_max_entries),
         ledger=UsageLedger(db, settings.daily_budget_usd, settings.org_budgets_usd),
         prices={**DEFAULT_PRICES, **settings.prices},
+        # A reservation outlives any request's deadline (retries included) before it counts as abandoned.
+        reservation_ttl_s=2 * settings.call_deadline_s + 60,
     )
 
 

@@ -254,10 +254,12 @@ class Settings(BaseSettings):
     prices: dict[str, Price] = Field(default_factory=dict, description=(
         'USD per million tokens per model, as JSON, added to (or overriding) the built-in table, e.g. '
         '{"gpt-4.1-mini": {"input": 0.4, "output": 1.6}}; a key is a model name or a full model string '
-        "(openai-compatible:llama3). A model with no price has a null cost."))
+        "(openai-compatible:llama3). Names match exactly (and the vendors' dated snapshots of the built-in models); "
+        "a model with no price has a null cost, and is refused while a daily budget is set."))
     daily_budget_usd: float | None = Field(default=None, ge=0, description=(
-        "Each organization's daily budget in USD (UTC days): a call that would ask a model once it is spent "
-        "is refused; calls already running finish. Unset: no budget."))
+        "Each organization's daily budget in USD (UTC days): every model request reserves its estimated cost "
+        "(input from the request, all of max_tokens out) before it is sent, and one the budget cannot cover is not "
+        "sent (the call's result says budget_exceeded for what was not judged). Unset: no budget."))
     org_budgets_usd: dict[str, float] = Field(default_factory=dict, description=(
         'Daily budgets of particular organizations, as JSON, overriding JUDGE_MCP_DAILY_BUDGET_USD, e.g. '
         '{"acme": 5.0}.'))

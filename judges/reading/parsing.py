@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel, to_pascal
 
-from judges.errors import BackendError, FailureKind, JudgeError, JudgeFailure
+from judges.errors import BackendError, BudgetError, FailureKind, JudgeError, JudgeFailure
 from judges.models.protocol import Message, ModelClient, ModelReply, ModelRequest, TokenLogprob, Usage
 
 
@@ -245,6 +245,9 @@ async def run_judge(
             reply: ModelReply = await client.complete(request)
         except BackendError as err:
             outcome.usage = outcome.usage + Usage(requests=getattr(err, "requests", 1))
+            return fail(err.kind, str(err))
+        except BudgetError as err:  # not sent: the day's budget cannot cover it (judges/store/metering.py)
+            outcome.usage = outcome.usage + Usage(refused_requests=1, budget_exceeded=True)
             return fail(err.kind, str(err))
         exchanges.append((request, reply))
         outcome.raw_text = reply.text

@@ -145,6 +145,21 @@ CREATE TABLE IF NOT EXISTS rate_windows (
     calls INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (organization_id, window_start)
 );
+CREATE TABLE IF NOT EXISTS budget_daily (
+    organization_id TEXT NOT NULL,
+    day TEXT NOT NULL,
+    spent_nusd INTEGER NOT NULL DEFAULT 0,
+    reserved_nusd INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (organization_id, day)
+);
+CREATE TABLE IF NOT EXISTS budget_reservations (
+    id TEXT PRIMARY KEY,
+    organization_id TEXT NOT NULL,
+    day TEXT NOT NULL,
+    amount_nusd INTEGER NOT NULL,
+    expires_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS budget_reservations_day ON budget_reservations (organization_id, day, expires_at);
 """
 
 
