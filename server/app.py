@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -20,11 +19,12 @@ from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
 import prompts
-from judges.errors import JudgeError
+from judges.errors import ConfigError, JudgeError
+from judges.inputs.caller_values import check_value, loads
 from judges.store.access import TokenStore
 
 from . import client_log, health, resources
-from .context import AppContext, open_app, organization_of
+from .context import AppContext, analysis_categories, open_app, organization_of
 from .errors import arguments_error, failure_of, log_call, tool_error
 from .roles import TOOL_ROLES, require_role
 from .settings import Settings
@@ -132,7 +132,7 @@ class JudgeServer(MCPServer[AppContext]):
         if not self.lazy_tools.ready(name):
             # The tool's module imported and the tool built in a worker thread: the event loop keeps serving.
             await anyio.to_thread.run_sync(self.lazy_tools.get_tool, name)
-        await self.admit(name, context)
+        await self.admit(name, context, arguments)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -143,13 +143,18 @@ class JudgeServer(MCPServer[AppContext]):
                 from exc.__cause__
 
 
-    async def admit(self, name: str, context: Context[AppContext, Any] | None) -> None:
-        """Before any tool runs: the caller's role is enough for it (server/roles.py), and its organization is
-        within its calls per minute (JUDGE_MCP_RATE_LIMIT_PER_MINUTE, counted in the database)."""
+    async def admit(self, name: str, context: Context[AppContext, Any] | None,
+                    arguments: dict[str, Any] | None = None) -> None:
+        """Before any tool runs: the caller's role is enough for it (server/roles.py), its organization is
+        within its calls per minute (JUDGE_MCP_RATE_LIMIT_PER_MINUTE, counted in the database), and its arguments
+        hold no NUL byte and no JSON nested deeper than MAX_DEPTH (every tool, so no caller text reaches a store
+        or a recursion unchecked)."""
         if self._tool_manager.get_tool(name) is None:
             return  # the SDK says "unknown tool"
         try:
             require_role(name)
+            for argument, value in (arguments or {}).items():
+                check_value(value, argument)
             app = self.app
             if app is not None and app.limiter is not None and context is not None:
                 organization = organization_of(context)
@@ -166,7 +171,9 @@ def prompt_argument(template: prompts.PromptTemplate, name: str, value: Any) -> 
     if not declared.startswith("JSON") or not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
+        return loads(value, f"argument {name} of prompt {template.id}")
+    except JudgeError as exc:
+        raise prompts.PromptError(str(exc)) from None
     except ValueError:
         raise prompts.PromptError(f"argument {name} of prompt {template.id} must be {declared}") from None
 
@@ -216,9 +223,14 @@ def create_server(settings: Settings, *, http_auth: bool = False, base_url: str 
     client_roots: without JUDGE_MCP_ALLOWED_ROOTS, paths may lie in the client's MCP roots (stdio only:
     an HTTP client's roots name its own machine, not this one)."""
 
+    try:
+        categories = analysis_categories(settings)  # refused here, at start, not at the first call
+    except ConfigError as exc:
+        raise SystemExit(f"judge-mcp: {exc}") from None
+
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
-        async with open_app(settings, client_roots=client_roots) as app:
+        async with open_app(settings, client_roots=client_roots, categories=categories) as app:
             mcp.app = app
             loading = mcp.load_tool_modules_later(settings.warm_delay_s)
             try:

@@ -183,6 +183,31 @@ def _statements(script: str) -> list[str]:
     return [part.strip() for part in script.split(";") if part.strip()]
 
 
+def storable(params: tuple[object, ...] | list[object]) -> tuple[object, ...]:
+    """The parameters of one statement, refused (InputError) when a text holds a NUL byte: PostgreSQL cannot keep
+    one and SQLite would, so both engines refuse it alike, as the caller's input, before the statement runs. Tool
+    arguments are checked at the door (server/app.py, naming the argument); this catches text from anywhere else
+    (a dataset file, a document) the same way on both engines."""
+    for value in params:
+        if isinstance(value, str) and "\x00" in value:
+            from judges.errors import InputError
+
+            raise InputError(f"a text value contains a NUL byte (\\x00) and cannot be stored: remove it "
+                             f"(it begins {value[:40]!r})")
+    return tuple(params)
+
+
+class _SqliteConnection:
+    """The SQLite connection inside one transaction (what `transaction()` yields): its statements' parameters
+    are checked like PostgreSQL's."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+
+    def execute(self, sql: str, params: tuple[object, ...] | list[object] = ()) -> Any:
+        return self._conn.execute(sql, storable(params))
+
+
 class Database:
     """The interface, and its SQLite implementation: one connection per process, serialised by a lock;
     every write is one transaction. `PostgresDatabase` is the other implementation."""
@@ -231,7 +256,7 @@ class Database:
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                yield self._conn
+                yield _SqliteConnection(self._conn)
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
@@ -239,7 +264,7 @@ class Database:
 
     def query(self, sql: str, params: tuple[object, ...] = ()) -> list[Any]:
         with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+            return self._conn.execute(sql, storable(params)).fetchall()
 
     def close(self) -> None:
         with self._lock:
@@ -293,7 +318,7 @@ class _PgConnection:
         self._conn = conn
 
     def execute(self, sql: str, params: tuple[object, ...] | list[object] = ()) -> Any:
-        return self._conn.execute(pg_sql(sql), tuple(params))
+        return self._conn.execute(pg_sql(sql), storable(params))
 
 
 class PostgresDatabase(Database):
@@ -357,7 +382,7 @@ class PostgresDatabase(Database):
 
     def query(self, sql: str, params: tuple[object, ...] = ()) -> list[Any]:
         with self._pool.connection() as conn:
-            cur = conn.execute(pg_sql(sql), params)
+            cur = conn.execute(pg_sql(sql), storable(params))
             return cur.fetchall() if cur.description else []
 
     def close(self) -> None:

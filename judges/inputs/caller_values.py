@@ -1,0 +1,67 @@
+"""The shape every caller value must have before any judge or store sees it: no NUL byte in any text (neither
+SQLite nor PostgreSQL keeps one the same way: PostgreSQL refuses it), and JSON nested at most MAX_DEPTH levels
+(our code, jsonschema and the JSON encoder recurse per level: a deeper value would end in a RecursionError).
+
+Both are checked by walking the value with an explicit stack, never by recursion, so the check itself cannot
+be the thing that overflows; JSON text is parsed by `loads`, whose C parser stops at the interpreter's recursion
+limit, and its result is then checked the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from judges.errors import InputError
+
+MAX_DEPTH = 64  # levels of objects and arrays in any caller value; real analyses, schemas and patches use < 20
+
+
+def _path(parts: tuple[Any, ...] | None) -> str:
+    """`("patch", ("ops", 0))`-style linked parts as `patch.ops[0]`."""
+    names: list[str | int] = []
+    while parts is not None:
+        parts, name = parts
+        names.append(name)
+    text = ""
+    for name in reversed(names):
+        text += f"[{name}]" if isinstance(name, int) else (f".{name}" if text else str(name))
+    return text or "the value"
+
+
+def check_value(value: Any, what: str | None = None, *, nul: bool = True, max_depth: int = MAX_DEPTH) -> None:
+    """InputError naming where `value` (a caller's argument, or everything a tool was given when `what` is None)
+    holds text with a NUL byte (`nul`), or is nested more than `max_depth` levels deep."""
+    stack: list[tuple[Any, int, tuple[Any, ...] | None]] = [(value, 0, None if what is None else (None, what))]
+    while stack:
+        item, depth, where = stack.pop()
+        if isinstance(item, str):
+            if nul and "\x00" in item:
+                raise InputError(f"{_path(where)}: contains a NUL byte (\\x00) at character {item.index(chr(0))}; "
+                                 "text may not contain NUL bytes (they cannot be stored): remove it")
+            continue
+        if not isinstance(item, dict | list | tuple):
+            continue
+        if depth >= max_depth:
+            raise InputError(f"{_path(where)}: nested more than {max_depth} levels deep; send flatter JSON (at most "
+                             f"{max_depth} levels of objects and arrays, e.g. {{\"a\": {{\"b\": [1, 2]}}}} is 3)")
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if nul and isinstance(key, str) and "\x00" in key:
+                    raise InputError(f"{_path(where)}: the key {key!r} contains a NUL byte (\\x00); remove it")
+                stack.append((child, depth + 1, (where, key)))
+        else:
+            stack.extend((child, depth + 1, (where, i)) for i, child in enumerate(item))
+
+
+def loads(text: str, what: str, *, strict: bool = True, nul: bool = False) -> Any:
+    """JSON text from a caller, parsed: ValueError when it is not JSON (as json.loads), InputError naming `what`
+    when it is nested more than MAX_DEPTH levels deep (checked right after the C parser, before any recursion of
+    ours; a text too deep for the parser itself is refused the same way)."""
+    try:
+        value = json.loads(text, strict=strict)
+    except RecursionError:
+        raise InputError(f"{what}: nested more than {MAX_DEPTH} levels deep; send flatter JSON (at most "
+                         f"{MAX_DEPTH} levels of objects and arrays)") from None
+    check_value(value, what, nul=nul)
+    return value
