@@ -734,6 +734,11 @@ async def evaluate_analysis(
             await progress(len(checks) + len(results), steps, f"category {category.name} "
                            f"{'passed' if passed else 'failed'} ({len(results)} of {len(categories)} categories)")
 
+        for category in categories:  # rendered once before any request: a template the sandbox refuses stops here
+            try:
+                category_request(category, variables)
+            except prompts.PromptError as exc:
+                raise ConfigError(f"the analysis category {category.name!r} cannot be rendered: {exc}") from None
         async with anyio.create_task_group() as tg:
             for category in categories:
                 tg.start_soon(one, category)

@@ -23,8 +23,11 @@ def _path(parts: tuple[Any, ...] | None) -> str:
     while parts is not None:
         parts, name = parts
         names.append(name)
+    names.reverse()
+    if len(names) > 8:  # a deep path: its first and last steps say where
+        names = [*names[:4], f"…{len(names) - 7} more…", *names[-3:]]
     text = ""
-    for name in reversed(names):
+    for name in names:
         text += f"[{name}]" if isinstance(name, int) else (f".{name}" if text else str(name))
     return text or "the value"
 
