@@ -153,8 +153,7 @@ class JudgeServer(MCPServer[AppContext]):
             return  # the SDK says "unknown tool"
         try:
             require_role(name)
-            for argument, value in (arguments or {}).items():
-                check_value(value, argument)
+            await check_arguments(arguments or {})
             app = self.app
             if app is not None and app.limiter is not None and context is not None:
                 organization = organization_of(context)
@@ -162,6 +161,18 @@ class JudgeServer(MCPServer[AppContext]):
         except JudgeError as exc:
             log_call(name, (), {}, 0.0, failure_of(exc).kind, None)
             raise tool_error(failure_of(exc)) from exc
+
+
+async def check_arguments(arguments: dict[str, Any]) -> None:
+    """No NUL byte and no nesting deeper than MAX_DEPTH in any argument: checked here on the event loop while it is
+    quick (a usual call's arguments), and in a worker thread when they are large, so a megabyte of JSON costs the
+    loop no more than a small call."""
+    if not all(check_value(value, argument, budget=2000) for argument, value in arguments.items()):
+        def whole() -> None:
+            for argument, value in arguments.items():
+                check_value(value, argument)
+
+        await anyio.to_thread.run_sync(whole)
 
 
 def prompt_argument(template: prompts.PromptTemplate, name: str, value: Any) -> Any:

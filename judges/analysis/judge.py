@@ -494,7 +494,7 @@ def load_category(name: str, custom: Mapping[str, Category] | None = None) -> Ca
                         prompts.load(f"analysis/user/{name}@v1"))
     known = sorted({*BUILTIN, *(custom or {})})
     raise InputError(f"unknown LLM judge category {name!r}; known: {', '.join(known)} "
-                     "(the operator adds more in JUDGE_MCP_ANALYSIS_CATEGORIES_DIR)")
+                     "(add your own in JUDGE_MCP_ANALYSIS_CATEGORIES_DIR)")
 
 
 def _render(template: prompts.PromptTemplate, variables: dict[str, Any]) -> str:
