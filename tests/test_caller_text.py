@@ -211,6 +211,16 @@ async def test_a_reference_inside_the_schema_still_resolves(http_server: str) ->
     assert result["checks"][0]["pass"] is False and "is too short" in result["checks"][0]["rationale"]
 
 
+@pytest.mark.parametrize("schema", [{"$ref": "#"}, {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+                                     "$ref": "#/$defs/a"}], ids=["itself", "two $defs"])
+async def test_a_schema_whose_references_loop_in_place_is_an_input_error(http_server: str,
+                                                                         schema: dict[str, Any]) -> None:
+    async with http_client(http_server, "tok-a") as c:
+        message = await error_of(c, "evaluate_analysis", analysis=GOOD, schema=schema, deterministic_checks=["D-2"],
+                                 llm_judges=[])
+    assert "invalid input: schema: its references loop without descending into the data" in message
+
+
 # --- 9. NUL bytes, deep JSON, one model spelled twice ------------------------------------------------------
 
 NUL_CALLS = {

@@ -278,9 +278,14 @@ def d2_schema_compliance(data: Any, schema: dict[str, Any], threshold: float = 0
     try:
         errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     except Unresolvable as exc:  # a reference into the schema that does not resolve (never fetched)
-        raise InputError(f"schema: the reference {str(getattr(exc, 'ref', exc))[:200]!r} does not resolve inside the "
-                         "given schema (references are never fetched); e.g. '#/$defs/<name>' with the definition "
-                         "under $defs") from None
+        ref = str(getattr(exc, "ref", exc))
+        raise InputError(f"schema: the reference {('#' + ref if ref.startswith('/') else ref)[:200]!r} does not "
+                         "resolve inside the given schema (references are never fetched); e.g. '#/$defs/<name>' with "
+                         "the definition under $defs") from None
+    except RecursionError:  # data is at most MAX_DEPTH deep: only references that loop in place get here
+        raise InputError("schema: its references loop without descending into the data (e.g. {\"$ref\": \"#\"}, "
+                         "or two $defs that refer to each other); make every cycle go through properties or items, "
+                         "e.g. {\"items\": {\"$ref\": \"#\"}}") from None
     fields = schema_fields(schema)
     filled = [f for f in fields if populated(_get(data, f))]
     ratio = len(filled) / len(fields) if fields else 1.0
