@@ -161,6 +161,20 @@ def test_a_nul_byte_in_a_key_is_named() -> None:
         caller_values.check_value({"a": [1, {"k\x00": 1}]}, "data")
 
 
+@pytest.mark.parametrize("value", [True, 3, 2.5, None, "text", [], {}])
+def test_a_plain_value_passes(value: Any) -> None:
+    assert caller_values.check_value(value, "v", budget=10) is True
+
+
+def test_a_large_argument_is_left_for_a_worker_thread_at_once() -> None:
+    """The event loop's share (a budget of 2,000 items, as server/app.py asks) stays small however big the value."""
+    value = {"rows": [{"a": "b", "c": [1, 2]} for _ in range(200_000)]}
+    started = time.perf_counter()
+    assert caller_values.check_value(value, "analysis", budget=2000) is False
+    assert time.perf_counter() - started < 0.01
+    caller_values.check_value(value, "analysis")  # and whole, it passes
+
+
 def test_nesting_at_the_limit_passes_and_one_more_is_refused() -> None:
     value: Any = 1
     for _ in range(caller_values.MAX_DEPTH):

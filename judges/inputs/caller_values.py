@@ -54,7 +54,10 @@ def check_value(value: Any, what: str | None = None, *, nul: bool = True, max_de
         if nul and "\x00" in value:
             raise _nul_at(top, value)
         return True
+    if not isinstance(value, _CONTAINERS):
+        return True
     spent = 0
+    key: Any
     stack: list[tuple[Any, int, tuple[Any, ...] | None]] = [(value, 0, top)]
     while stack:
         item, depth, where = stack.pop()
@@ -66,8 +69,8 @@ def check_value(value: Any, what: str | None = None, *, nul: bool = True, max_de
             return False
         if isinstance(item, dict):
             if nul and "\x00" in "".join(k for k in item if isinstance(k, str)):
-                key = next(k for k in item if isinstance(k, str) and "\x00" in k)
-                raise InputError(f"{_path(where)}: the key {key!r} contains a NUL byte (\\x00); remove it")
+                bad = next(k for k in item if isinstance(k, str) and "\x00" in k)
+                raise InputError(f"{_path(where)}: the key {bad!r} contains a NUL byte (\\x00); remove it")
             children: Any = item.values()
         else:
             children = item
