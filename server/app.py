@@ -7,6 +7,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -238,6 +239,12 @@ def create_server(settings: Settings, *, http_auth: bool = False, base_url: str 
         categories = analysis_categories(settings)  # refused here, at start, not at the first call
     except ConfigError as exc:
         raise SystemExit(f"judge-mcp: {exc}") from None
+    assets = Path(prompts.__file__).resolve().parent
+    for root in settings.allowed_roots:  # e.g. an editable install served with its own checkout as a root
+        if assets.is_relative_to(root):
+            log.warning("the prompt assets (%s) lie inside the allowed root %s: a caller can edit the judges' prompts "
+                        "(they render sandboxed, so never run code); serve an installed copy, or narrow "
+                        "JUDGE_MCP_ALLOWED_ROOTS", assets, root)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
