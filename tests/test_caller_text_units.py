@@ -128,6 +128,17 @@ def test_the_store_refuses_a_nul_byte_on_both_engines(db: Any) -> None:
     assert agents.list("org") == []
 
 
+def test_a_message_the_server_writes_keeps_a_nul_byte_as_text_on_both_engines(db: Any) -> None:
+    from judges.store.jobs import JobStore
+
+    jobs = JobStore(db)
+    job = jobs.create("org", "upload_guideline")
+    jobs.progress(job.job_id, 1, 2, "read b'\x00\x01'")
+    jobs.finish(job.job_id, "failed", error="parse failed at b'\x00'")
+    stored = jobs.get("org", job.job_id)
+    assert (stored.message, stored.error) == ("read b'\\x00\x01'", "parse failed at b'\\x00'")
+
+
 # --- JSON Schema references stay inside the schema ---------------------------------------------------------------
 
 @pytest.mark.parametrize("schema", [

@@ -197,6 +197,12 @@ def storable(params: tuple[object, ...] | list[object]) -> tuple[object, ...]:
     return tuple(params)
 
 
+def shown(text: str | None) -> str | None:
+    """A message the server writes itself (a job's progress or error, a document's error), which may quote bytes
+    it read: a NUL written as `\\x00`, so storing it never fails."""
+    return None if text is None else text.replace("\x00", "\\x00")
+
+
 class _SqliteConnection:
     """The SQLite connection inside one transaction (what `transaction()` yields): its statements' parameters
     are checked like PostgreSQL's."""
