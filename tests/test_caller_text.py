@@ -263,9 +263,10 @@ DEEP = 100_000
 @pytest.mark.parametrize("tool, args, where", [
     ("evaluate_analysis", {"analysis": "[" * DEEP + "]" * DEEP, "llm_judges": []}, "analysis"),
     ("validate_patch", {"patch": '{"ops": ' + "[" * DEEP + "]" * DEEP + "}"}, "patch"),
+    ("calibrate_judge", {"judge": "pairwise_compare", "dataset": "[" * DEEP + "]" * DEEP}, "line 1"),
     ("evaluate_analysis", {"analysis": GOOD, "schema": "nested", "deterministic_checks": ["D-2"], "llm_judges": []},
      "schema.properties.a.properties.…58 more….a.properties.a: nested"),
-], ids=["analysis text", "patch text", "schema object"])
+], ids=["analysis text", "patch text", "dataset text", "schema object"])
 async def test_deeply_nested_json_is_an_input_error(tmp_path: Path, fake_server: FakeModelServer, tool: str,
                                                     args: dict[str, Any], where: str) -> None:
     if args.get("schema") == "nested":  # 90 levels of properties: under the transport's ~200, over ours
