@@ -34,6 +34,8 @@ def _path(parts: tuple[Any, ...] | None) -> str:
 
 _SCALARS = frozenset({int, float, bool, type(None)})
 _CONTAINERS = (dict, list, tuple)
+_CONTAINER_TYPES = frozenset(_CONTAINERS)
+_TEXT = frozenset({str})
 
 
 def _nul_at(where: tuple[Any, ...] | None, text: str) -> InputError:
@@ -67,28 +69,35 @@ def check_value(value: Any, what: str | None = None, *, nul: bool = True, max_de
         spent += len(item) + 1
         if budget is not None and spent > budget:
             return False
-        if isinstance(item, dict):
-            if nul and "\x00" in "".join(k for k in item if isinstance(k, str)):
-                bad = next(k for k in item if isinstance(k, str) and "\x00" in k)
-                raise InputError(f"{_path(where)}: the key {bad!r} contains a NUL byte (\\x00); remove it")
+        pairs: Any = item.items() if type(item) is dict else enumerate(item)
+        if type(item) is dict:
+            if nul:
+                try:
+                    bad = "\x00" in "".join(item)  # JSON keys are text
+                except TypeError:
+                    bad = any(isinstance(k, str) and "\x00" in k for k in item)
+                if bad:
+                    key = next(k for k in item if isinstance(k, str) and "\x00" in k)
+                    raise InputError(f"{_path(where)}: the key {key!r} contains a NUL byte (\\x00); remove it")
             children: Any = item.values()
         else:
             children = item
-        kinds = set(map(type, children))
-        if kinds <= _SCALARS:
-            pass
-        elif kinds == {str}:
-            if nul and "\x00" in "".join(children):
-                key, child = next((k, c) for k, c in (item.items() if isinstance(item, dict) else enumerate(item))
-                                  if "\x00" in c)
-                raise _nul_at((where, key), child)
-        else:
-            for key, child in (item.items() if isinstance(item, dict) else enumerate(item)):
-                if isinstance(child, str):
-                    if nul and "\x00" in child:
-                        raise _nul_at((where, key), child)
-                elif isinstance(child, _CONTAINERS):
-                    stack.append((child, depth + 1, (where, key)))
+        if len(item) > 8:  # many items: read their types in C first
+            kinds = set(map(type, children))
+            if kinds <= _SCALARS:
+                continue
+            if kinds == _TEXT:
+                if nul and "\x00" in "".join(children):
+                    key, child = next((k, c) for k, c in pairs if "\x00" in c)
+                    raise _nul_at((where, key), child)
+                continue
+        for key, child in pairs:
+            kind = type(child)
+            if kind is str:
+                if nul and "\x00" in child:
+                    raise _nul_at((where, key), child)
+            elif kind in _CONTAINER_TYPES:  # JSON's own types (what a transport or json.loads gives)
+                stack.append((child, depth + 1, (where, key)))
     return True
 
 
