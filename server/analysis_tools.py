@@ -62,7 +62,7 @@ def register(mcp: MCPServer) -> None:
                 lambda: app.model_for(ctx, cache=cache), analysis=analysis, input_url=input_url, user_context=user_context,
                 context_type=context_type, schema=schema, cardinality=bounds, insight_fields=insight_fields,
                 deterministic_checks=deterministic_checks, llm_judges=llm_judges,
-                custom_dir=app.settings.analysis_categories_dir, progress=progress, samples=samples, jury=jury,
+                custom=app.analysis_categories, progress=progress, samples=samples, jury=jury,
                 logprobs=expected_score,
             )
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -20,11 +20,12 @@ from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
 import prompts
-from judges.errors import SECRETS, JudgeError
+from judges.errors import SECRETS, ConfigError, JudgeError
+from judges.inputs.caller_values import check_value, loads
 from judges.store.access import TokenStore
 
 from . import client_log, health, resources
-from .context import AppContext, open_app, organization_of
+from .context import AppContext, analysis_categories, open_app, organization_of
 from .errors import arguments_error, failure_of, log_call, tool_error, unknown_argument
 from .roles import TOOL_ROLES, may_list, require_role, require_toolset
 from .settings import Settings
@@ -138,7 +139,7 @@ class JudgeServer(MCPServer[AppContext]):
         if not self.lazy_tools.ready(name):
             # The tool's module imported and the tool built in a worker thread: the event loop keeps serving.
             await anyio.to_thread.run_sync(self.lazy_tools.get_tool, name)
-        await self.admit(name, context)
+        await self.admit(name, context, arguments)
         tool = self._tool_manager.get_tool(name)
         try:
             require_toolset(name, self.toolsets)
@@ -157,13 +158,17 @@ class JudgeServer(MCPServer[AppContext]):
                 from exc.__cause__
 
 
-    async def admit(self, name: str, context: Context[AppContext, Any] | None) -> None:
-        """Before any tool runs: the caller's role is enough for it (server/roles.py), and its organization is
-        within its calls per minute (JUDGE_MCP_RATE_LIMIT_PER_MINUTE, counted in the database)."""
+    async def admit(self, name: str, context: Context[AppContext, Any] | None,
+                    arguments: dict[str, Any] | None = None) -> None:
+        """Before any tool runs: the caller's role is enough for it (server/roles.py), its organization is
+        within its calls per minute (JUDGE_MCP_RATE_LIMIT_PER_MINUTE, counted in the database), and its arguments
+        hold no NUL byte and no JSON nested deeper than MAX_DEPTH (every tool, so no caller text reaches a store
+        or a recursion unchecked)."""
         if self._tool_manager.get_tool(name) is None:
             return  # the SDK says "unknown tool"
         try:
             require_role(name)
+            await check_arguments(arguments or {})
             app = self.app
             if app is not None and app.limiter is not None and context is not None:
                 organization = organization_of(context)
@@ -216,6 +221,18 @@ class RequestMiddleware:
                 ORGANIZATION.reset(token)
 
 
+async def check_arguments(arguments: dict[str, Any]) -> None:
+    """No NUL byte and no nesting deeper than MAX_DEPTH in any argument: checked here on the event loop while it is
+    quick (a usual call's arguments), and in a worker thread when they are large, so a megabyte of JSON costs the
+    loop no more than a small call."""
+    if not all(check_value(value, argument, budget=2000) for argument, value in arguments.items()):
+        def whole() -> None:
+            for argument, value in arguments.items():
+                check_value(value, argument)
+
+        await anyio.to_thread.run_sync(whole)
+
+
 def prompt_argument(template: prompts.PromptTemplate, name: str, value: Any) -> Any:
     """An MCP prompt argument (always text) as the template uses it: JSON where the asset declares a JSON
     argument (`{# arg_<name>: JSON ... #}`), the text itself otherwise."""
@@ -223,7 +240,9 @@ def prompt_argument(template: prompts.PromptTemplate, name: str, value: Any) -> 
     if not declared.startswith("JSON") or not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
+        return loads(value, f"argument {name} of prompt {template.id}")
+    except JudgeError as exc:
+        raise prompts.PromptError(str(exc)) from None
     except ValueError:
         raise prompts.PromptError(f"argument {name} of prompt {template.id} must be {declared}") from None
 
@@ -274,9 +293,21 @@ def create_server(settings: Settings, *, http_auth: bool = False, base_url: str 
     an HTTP client's roots name its own machine, not this one). roots_owner: with http_auth, the one
     organization JUDGE_MCP_ALLOWED_ROOTS serves (server/roots.py); None: no organization has them."""
 
+    try:
+        categories = analysis_categories(settings)  # refused here, at start, not at the first call
+    except ConfigError as exc:
+        raise SystemExit(f"judge-mcp: {exc}") from None
+    assets = Path(prompts.__file__).resolve().parent
+    for root in settings.allowed_roots:  # e.g. an editable install served with its own checkout as a root
+        if assets.is_relative_to(root):
+            log.warning("the prompt assets (%s) lie inside the allowed root %s: a caller can edit the judges' prompts "
+                        "(they render sandboxed, so never run code); serve an installed copy, or narrow "
+                        "JUDGE_MCP_ALLOWED_ROOTS", assets, root)
+
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
-        async with open_app(settings, client_roots=client_roots, roots_owner=roots_owner) as app:
+        async with open_app(settings, client_roots=client_roots, roots_owner=roots_owner,
+                            categories=categories) as app:
             mcp.app = app
             loading = mcp.load_tool_modules_later(settings.warm_delay_s)
             try:

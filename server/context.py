@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
@@ -24,7 +24,7 @@ from judges.inputs.paths import Roots
 from judges.models.guard import CallPolicy
 from judges.models.prices import DEFAULT_PRICES
 from judges.models.protocol import ModelClient
-from judges.models.registry import BackendConfig, ModelRegistry
+from judges.models.registry import JURY_MAX, BackendConfig, ModelRegistry, jury_models
 from judges.store.access import RateLimiter
 from judges.store.agents import Agent, AgentStore
 from judges.store.database import Database, open_database
@@ -42,7 +42,6 @@ from .sampling import SamplingClient, sampling_offered
 from .settings import Settings
 
 log = logging.getLogger("judge_mcp")
-JURY_MAX = 8
 T = TypeVar("T")
 
 
@@ -59,6 +58,7 @@ class AppContext:
     jobs: JobRunner | None = None  # background jobs, run in the lifespan's task group
     metering: Metering | None = None  # result cache, prices, usage and budgets
     limiter: RateLimiter | None = None  # JUDGE_MCP_RATE_LIMIT_PER_MINUTE, counted in the database
+    analysis_categories: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # read once, at start
 
     async def store(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """How async code does store work: `await app.store(app.agents.get, org, agent_id)`. On SQLite it runs
@@ -85,11 +85,13 @@ class AppContext:
                                           use_cache=cache)
 
     async def jury_for(self, ctx: Any, models: list[str], *, cache: bool = True) -> list[tuple[str, ModelClient]]:
-        """A jury: each named model through the one resolver (model_for), in the order given."""
-        if not 2 <= len(models) <= JURY_MAX or len(set(models)) != len(models):
-            raise InputError(f"models must name 2 to {JURY_MAX} different models, e.g. "
-                             '["anthropic:claude-sonnet-4-5", "openai:gpt-4o"]; got ' + repr(models))
-        return [(m, await self.model_for(ctx, m, cache=cache)) for m in models]
+        """A jury: each named model, in its one spelling (jury_models: one model named twice counts once), through
+        the one resolver (model_for), in the order given."""
+        try:
+            spelled = jury_models(models, JURY_MAX)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        return [(m, await self.model_for(ctx, m, cache=cache)) for m in spelled]
 
 
 UseCache = Annotated[bool, Field(description="false: ask the model afresh, bypassing the result cache.")]
@@ -184,10 +186,25 @@ def build_guidelines(settings: Settings, db: Database, agents: AgentStore,
     return guidelines
 
 
+def analysis_categories(settings: Settings) -> dict[str, Any]:
+    """The operator's custom evaluate_analysis categories (JUDGE_MCP_ANALYSIS_CATEGORIES_DIR), read and compiled
+    once, here at start, and refused (ConfigError) when the directory lies where a caller can write: inside an
+    allowed root, an organization's root or the data home."""
+    if settings.analysis_categories_dir is None:
+        return {}
+    from judges.analysis.judge import load_custom_categories
+
+    writable = [("JUDGE_MCP_ALLOWED_ROOTS", root) for root in settings.allowed_roots]
+    writable += [(f"JUDGE_MCP_ORG_ROOTS ({org})", root) for org, roots in settings.org_roots.items() for root in roots]
+    return load_custom_categories(settings.analysis_categories_dir, [*writable, ("JUDGE_MCP_HOME", settings.home)])
+
+
 @asynccontextmanager
 async def open_app(settings: Settings, *, client_roots: bool = True,
-                   roots_owner: str | None = None) -> AsyncIterator[AppContext]:
+                   roots_owner: str | None = None,
+                   categories: Mapping[str, Any] | None = None) -> AsyncIterator[AppContext]:
     settings.register_secrets()
+    categories = analysis_categories(settings) if categories is None else categories
     db = open_database(settings.database_url, settings.database_path)
     models = build_registry(settings)
     guidelines: Guidelines | None = None
@@ -211,8 +228,10 @@ async def open_app(settings: Settings, *, client_roots: bool = True,
             if limiter is not None:  # every model request counts against its organization's rate limit too
                 models.limiter.count = functools.partial(db.run, functools.partial(limiter.take, what="request"))
             app = AppContext(settings=settings, db=db, agents=agents, models=models, guidelines=guidelines,
-                             images=images, client_roots=client_roots, roots_owner=roots_owner, jobs=(runner := JobRunner(store, tg, settings.max_jobs_per_org)),
-                             metering=build_metering(settings, db), limiter=limiter)
+                             images=images, client_roots=client_roots, roots_owner=roots_owner,
+                             jobs=(runner := JobRunner(store, tg, settings.max_jobs_per_org)),
+                             metering=build_metering(settings, db), limiter=limiter,
+                             analysis_categories=categories)
             tg.start_soon(Leases(store, guidelines, settings.lease_s).run, runner.cancel_here)
             log.info("judge-mcp ready: data in %s, model %s", settings.home, settings.model)
             try:

@@ -280,7 +280,7 @@ def _unknown_key(schema: dict[str, Any], node: dict[str, Any], value: Any, where
     elif isinstance(value, list):
         items = [o["items"] for o in options if isinstance(o.get("items"), dict)]
         if len(items) == 1:
-            for i, item in enumerate(value):
+            for i, item in enumerate(value[:100]):  # a misspelt field repeats; 10^5 rows cost the loop nothing
                 found = _unknown_key(schema, items[0], item, f"{where}[{i}]", depth + 1)
                 if found:
                     return found

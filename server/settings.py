@@ -226,7 +226,8 @@ class Settings(BaseSettings):
     plateau_threshold: float = Field(default=ImageSettings.plateau_threshold, ge=0, le=1, description="Least relative gain over the window "
                                      "that is not a plateau.")
     analysis_categories_dir: Path | None = Field(
-        default=None, description="Extra evaluate_analysis categories: <dir>/<name>/{system.j2,user.j2,spec.json}.")
+        default=None, description="Extra evaluate_analysis categories: <dir>/<name>/{system.j2,user.j2,spec.json}, "
+        "read once at start; the directory must lie outside every allowed root and the data home.")
     gate_timeout_s: float = Field(default=GateSettings.timeout_s, gt=0, description="Wall-clock limit of one quality gate.")
     patch_max_ops: int = Field(default=DEFAULT_LIMITS.max_ops, ge=1, description="Most ops in one patch "
                                "(validate_patch, apply_patch, the fixer); a tool call's max_ops overrides it.")

@@ -94,6 +94,8 @@ async def tool(url: str, token: str, name: str, **args: Any) -> tuple[bool, Any]
     """(is_error, structured result or error text) of one call on its own connection."""
     async with http_client(url, token) as c:
         result = await c.call_tool(name, args)
+    if result.is_error and result.structured_content is not None:  # no usable result: its details are kept
+        return True, result.structured_content
     return bool(result.is_error), result.content[0].text if result.is_error else result.structured_content
 
 
@@ -169,7 +171,8 @@ async def test_twenty_concurrent_calls_stop_together_at_the_daily_budget(tmp_pat
         spent = await spent_today(url)
         error_b, from_b = await tool(url, "tok-b", "pairwise_compare", instruction="Pick the better answer.",
                                      candidates=["Yes, it is.", "No."], candidate_type="text")
-    assert not any(error for error, _ in results)
+    # A call whose every request the budget refused has no verdict: an error result keeping its details.
+    assert all(not error or (r["value"] == "Failed" and r["usage"]["budget_exceeded"]) for error, r in results)
     assert_stopped_at_the_budget(spent, fake.requests[:-2], results)  # the last two requests are B's
     assert sum(r["usage"]["requests"] for _, r in results) + 2 == len(fake.requests) < 40  # before: 40, 2.66×
     assert not error_b and from_b["usage"]["requests"] == 2 and from_b["failures"] == []  # B's own budget

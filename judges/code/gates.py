@@ -382,7 +382,7 @@ def default_gates(outdir: str, chosen: dict[str, list[str]] | None = None) -> di
 def _lint(output: str) -> list[str]:
     try:
         items = json.loads(output[output.find("[") :] or "[]")
-    except ValueError:
+    except (ValueError, RecursionError):  # the judged project's own output: anything, any depth
         return [line for line in output.splitlines() if line.strip()][:50]
     return [f"{i.get('filename', '')}:{i['location']['row']}:"
             f"{i['location']['column']}: {i.get('code') or 'syntax'} {i['message']}" for i in items]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from judges.errors import ConfigError
@@ -19,18 +20,50 @@ NO_BACKEND = (
 )
 
 
+MAX_MODEL_CHARS = 200
+JURY_MAX = 8
+
+
 def parse_model_string(value: str) -> tuple[str, str]:
-    """Split a model string into (provider, model); raise ValueError with the accepted forms."""
+    """Split a model string into (provider, model), spacing around either part dropped and the provider's case
+    ignored; raise ValueError with the accepted forms."""
     value = value.strip()
-    if value in ("auto", "sampling", "demo"):
-        return value, ""
+    if value.lower() in ("auto", "sampling", "demo"):
+        return value.lower(), ""
     provider, sep, model = value.partition(":")
-    if not sep or provider not in PROVIDERS or not model.strip():
+    provider, model = provider.strip().lower(), model.strip()
+    if not sep or provider not in PROVIDERS or not model:
         raise ValueError(
-            f"model {value!r} is not understood: use 'auto', 'sampling', 'anthropic:<model>', "
+            f"model {value[:MAX_MODEL_CHARS]!r} is not understood: use 'auto', 'sampling', 'anthropic:<model>', "
             "'openai:<model>', 'openai-compatible:<model>' or 'demo'"
         )
-    return provider, model.strip()
+    if len(model) > MAX_MODEL_CHARS or any(ch.isspace() or not ch.isprintable() for ch in model):
+        raise ValueError(f"model {value[:MAX_MODEL_CHARS]!r}: a model name is at most {MAX_MODEL_CHARS} printable "
+                         "characters without spaces, e.g. 'openai:gpt-4o'")
+    return provider, model
+
+
+def model_string(value: str) -> str:
+    """A model string in its one spelling (`provider:model`, or auto/sampling/demo): how it is stored, priced,
+    cached and counted, so ' openai:gpt-x' and 'OpenAI:gpt-x ' are one model."""
+    provider, model = parse_model_string(value)
+    return f"{provider}:{model}" if model else provider
+
+
+def jury_models(models: Sequence[str], most: int = JURY_MAX) -> list[str]:
+    """A jury's models, each in its one spelling, refused (ValueError) unless 2 to `most` DIFFERENT models are
+    named: the same model spelled twice (spacing, case) counts once, so it cannot weigh double in the verdict."""
+    spelled = [model_string(m) for m in models]
+    seen: dict[str, str] = {}
+    for given, one in zip(models, spelled, strict=True):
+        if one.casefold() in seen:
+            raise ValueError(f"models must name different models; {given!r} and {seen[one.casefold()]!r} are both "
+                             f"{one}")
+        seen[one.casefold()] = given
+    if not 2 <= len(spelled) <= most:
+        raise ValueError(f"models must name 2 to {most} different models, e.g. "
+                         f'["anthropic:claude-sonnet-4-5", "openai:gpt-4o"]; got {len(spelled)}')
+    return spelled
 
 
 @dataclass(frozen=True)

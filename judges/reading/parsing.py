@@ -78,7 +78,7 @@ def json_candidates(text: str) -> list[Any]:
     for attempt in (stripped, _TRAILING_COMMA.sub(r"\1", stripped)):
         try:
             value = json.loads(attempt, strict=False)
-        except ValueError:
+        except (ValueError, RecursionError):  # a reply nested deeper than the parser goes is no verdict
             continue
         return [value]
     found: list[Any] = []
@@ -91,7 +91,7 @@ def json_candidates(text: str) -> list[Any]:
     while pos != -1:
         try:
             value, end = decoder.raw_decode(text, pos)
-        except ValueError:
+        except (ValueError, RecursionError):
             close = _matching_brace(text, pos)
             value, end = (_near_json(text[pos : close + 1]) if close else None), ((close + 1) if close else pos + 1)
         if isinstance(value, dict):
@@ -107,7 +107,7 @@ def _near_json(span: str) -> Any:
     with single quotes, as some vision models write ({'score': [8, 9]}); None otherwise."""
     try:
         return json.loads(_TRAILING_COMMA.sub(r"\1", span), strict=False)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     if len(span) > 100_000:
         return None

@@ -29,7 +29,7 @@ from judges.errors import FailureKind, InputError, NotFoundError
 from judges.inputs.paths import read_resolved, resolve_file
 from judges.progress import Progress
 from judges.store.agents import TOP_K_MAX, AgentStore
-from judges.store.database import Database
+from judges.store.database import Database, shown
 from rag.chunking import chunk_text
 from rag.formats import DocumentError, Limits
 from rag.store import GuidelineStore, Hit, StoreError
@@ -269,7 +269,8 @@ class Guidelines:
     def _set(self, document_id: str, **fields: Any) -> None:
         cols = ", ".join(f"{k}=?" for k in fields)
         with self.db.transaction() as conn:
-            conn.execute(f"UPDATE documents SET {cols}, updated_at=? WHERE id=?", (*fields.values(), _now(), document_id))
+            values = [shown(v) if k == "error" else v for k, v in fields.items()]  # a parser's message may quote bytes
+            conn.execute(f"UPDATE documents SET {cols}, updated_at=? WHERE id=?", (*values, _now(), document_id))
 
     async def _update(self, document_id: str, **fields: Any) -> None:
         """`_set` from async code (Database.run: off the event loop on PostgreSQL)."""

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from judges.errors import InputError, NotFoundError, OverLimitError
-from judges.store.database import Database
+from judges.store.database import Database, shown
 
 JobStatus = Literal["working", "completed", "failed", "cancelled", "interrupted"]
 STATUSES: tuple[str, ...] = ("working", "completed", "failed", "cancelled", "interrupted")
@@ -121,7 +121,7 @@ class JobStore:
         with self.db.transaction() as conn:
             conn.execute("UPDATE jobs SET progress=?, total=?, message=?, heartbeat_at=?, updated_at=? "
                          "WHERE id=? AND status='working' AND (progress IS NULL OR progress <= ?)",
-                         (done, total, message, now, now, job_id, done))
+                         (done, total, shown(message), now, now, job_id, done))
 
     def finish(self, job_id: str, status: JobStatus, *, result: dict[str, Any] | None = None,
                error: str | None = None) -> None:
@@ -130,7 +130,7 @@ class JobStore:
         with self.db.transaction() as conn:
             conn.execute("UPDATE jobs SET status=?, result=?, error=?, updated_at=?, finished_at=? "
                          "WHERE id=? AND status='working'",
-                         (status, None if result is None else json.dumps(result), error, now, now, job_id))
+                         (status, None if result is None else json.dumps(result), shown(error), now, now, job_id))
 
     def interrupt_orphans(self) -> int:
         """At start: jobs still `working` whose worker process on this host has ended are `interrupted`."""
