@@ -26,6 +26,7 @@ from judges.models.guard import CallPolicy
 from judges.models.prices import DEFAULT_PRICES
 from judges.models.protocol import ModelClient
 from judges.models.registry import BackendConfig, ModelRegistry
+from judges.patches.journal import recover_registered
 from judges.store.access import RateLimiter
 from judges.store.agents import Agent, AgentStore
 from judges.store.database import Database, open_database
@@ -193,6 +194,9 @@ async def open_app(settings: Settings, *, client_roots: bool = True) -> AsyncIte
             plateau_window=settings.plateau_window, plateau_threshold=settings.plateau_threshold,
             fallback_score=settings.parse_fallback_score,
         ))
+        # An apply_patch a crash interrupted (kill -9) is finished or undone before any call: each tree is
+        # all-old or all-new again, no temp file stays (judges/patches/journal.py).
+        await anyio.to_thread.run_sync(recover_registered, settings.patch_journal_dir, settings.allowed_roots)
         store = JobStore(db)
         interrupted = store.interrupt_orphans()
         if interrupted:
