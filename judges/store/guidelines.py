@@ -98,6 +98,10 @@ class GuidelineDocument(BaseModel):
     error: str | None = None
     created_at: str
     updated_at: str
+    duplicate_of: str | None = Field(default=None, description=(
+        "Set by upload_guideline when these exact bytes were already uploaded to this agent: the id of that "
+        "document, whose record (with its own filename) this is; nothing was added."))
+    note: str | None = Field(default=None, description="What happened, in words, when it is not a plain upload.")
 
 
 class GuidelineChunk(BaseModel):
@@ -159,6 +163,15 @@ def read_source(*, path: str | None, content_base64: str | None, text: str | Non
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def duplicate(existing: GuidelineDocument, filename: str) -> GuidelineDocument:
+    """The record an upload of bytes already stored returns: the existing document, saying so."""
+    named = "under the same name" if existing.filename == filename else f"as {existing.filename!r}, not {filename!r}"
+    return existing.model_copy(update={"duplicate_of": existing.id, "note": (
+        f"duplicate: these exact bytes were already uploaded to this agent {named} (document {existing.id}, "
+        f"{existing.created_at}); nothing was added and that record is returned. To keep this name instead, "
+        "delete_guideline that document and upload again.")})
 
 
 def _document(row: Any) -> GuidelineDocument:
@@ -291,7 +304,8 @@ class Guidelines:
 
     async def upload(self, org: str, agent_id: str, data: bytes, filename: str,
                      progress: Progress | None = None) -> GuidelineDocument:
-        """Store one document for an agent; the same bytes again return the existing record, adding nothing."""
+        """Store one document for an agent; the same bytes again return the existing record (its own filename,
+        `duplicate_of` and a note saying so), adding nothing."""
         await self.db.run(self.agents.get, org, agent_id)
         s = self.settings
         if len(data) > s.max_file_bytes:
@@ -303,7 +317,7 @@ class Guidelines:
         rows = await self.db.run(self.db.query, "SELECT * FROM documents WHERE agent_id=? AND organization_id=? "
                                  "AND sha256=?", (agent_id, org, digest))
         if rows and rows[0]["processing_status"] == "processed":
-            return _document(rows[0])
+            return duplicate(_document(rows[0]), filename)
         now = _now()
         await self.ready()
         if rows:  # a failed or interrupted earlier upload of the same bytes: process it again in place
