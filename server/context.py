@@ -30,7 +30,7 @@ from judges.patches.journal import recover_registered
 from judges.store.access import RateLimiter
 from judges.store.agents import Agent, AgentStore
 from judges.store.database import Database, open_database
-from judges.store.guidelines import Guidelines, IngestSettings
+from judges.store.guidelines import SEARCH_READY, Guidelines, IngestSettings
 from judges.store.jobs import JobStore
 from judges.store.leases import Leases
 from judges.store.metering import Metering
@@ -165,12 +165,15 @@ def build_guidelines(settings: Settings, db: Database, agents: AgentStore,
     load = getattr(embedder, "loaded", None)
     guidelines.warmup = Warmup([
         *([("model client", lambda: prepare_model_client(models))] if models is not None else []),
+        # Started early: the worker's own imports (~1-2 s of CPU) overlap the model load, not the first search.
+        ("parse worker", guidelines.parser.warm),
         ("numpy", import_numpy),
         *([("embedding model", load)] if load is not None else []),
         ("guideline store", guidelines.prepare),
-        ("parse worker", guidelines.parser.warm),
         ("prompt templates", prompts.compile_all),
         ("freeze the heap", freeze_heap),
+        # Last: the first search after a start then meets what a warm one does, caches included (issue 29).
+        (SEARCH_READY, guidelines.preload),
     ])
     if settings.warm_embeddings:
         # Started after `initialize` has been answered (warm_delay_s): the handshake never waits.

@@ -105,5 +105,6 @@ def register(mcp: MCPServer) -> None:
             description="0–1; default: the agent's rag_config, else the server's default for its model.")] = None,
     ) -> ChunkList:
         """The agent's guideline chunks most similar to the query, best first (similarity = 1 − cosine distance)."""
-        chunks = await app_of(ctx).guidelines.search(organization_of(ctx), agent_id, query, top_k, similarity_threshold)
+        chunks = await app_of(ctx).guidelines.search(organization_of(ctx), agent_id, query, top_k, similarity_threshold,
+                                                     report_to(ctx))
         return ChunkList(chunks=chunks)

@@ -12,9 +12,7 @@ import hashlib
 import json
 import os
 import random
-import select
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +21,7 @@ from typing import Any
 import pytest
 
 from judges.patches.ops import apply_patch
-from tests.mcp_helpers import JUDGE_MCP, server_env
+from tests.mcp_helpers import RawStdio, server_env
 
 HOOK = Path(__file__).resolve().parent / "crash_hook"
 REPO = Path(__file__).resolve().parents[1]
@@ -91,47 +89,12 @@ def state(project: Path, expected: dict[str, dict[str, bytes | str]]) -> str:
     return f"mixed: extra {extra}, {len([k for k in mixed if now[k] == expected['new'][k]])} new of {len(mixed)}"
 
 
-class Server:
-    """One `judge-mcp` over stdio, spoken to with raw JSON-RPC lines (it may be killed mid-call)."""
-
-    def __init__(self, env: dict[str, str], errlog: Any):
-        self.proc = subprocess.Popen([JUDGE_MCP], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog,
-                                     env=env, cwd="/")
-        self.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "crash", "version": "0"}}})
-        assert self.answer(1, 60) is not None, "the server did not answer initialize"
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write((json.dumps(message) + "\n").encode())
-        self.proc.stdin.flush()
-
-    def answer(self, id_: int, timeout_s: float) -> dict[str, Any] | None:
-        """The response to request `id_`; None when the process ended (killed) first."""
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
-            if ready:
-                line = self.proc.stdout.readline()
-                if not line:
-                    return None
-                message = json.loads(line)
-                if message.get("id") == id_:
-                    return message  # type: ignore[no-any-return]
-        raise AssertionError(f"no answer to request {id_} in {timeout_s} s")
+class Server(RawStdio):
+    """A `judge-mcp` that may be killed mid-apply."""
 
     def apply(self, root: Path, id_: int = 2) -> None:
         self.send({"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": {
             "name": "apply_patch", "arguments": {"root": str(root), "patch": patch()}}})
-
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.wait(30)
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            if pipe is not None:
-                pipe.close()
 
 
 def plain(home: Path, root: Path) -> dict[str, str]:
