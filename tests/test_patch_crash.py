@@ -266,3 +266,32 @@ def test_a_patch_may_not_write_a_name_judge_mcp_keeps_for_its_journals_and_temp_
         "op 1 (add src/.x.py.1-0123456789ab.judge-mcp.tmp): is a name judge-mcp reserves for its own temporary "
         "files; choose another name"]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_committed_journal_naming_a_directory_that_is_now_a_symlink_out_of_the_root_changes_nothing_there(
+        tmp_path: Path) -> None:
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    project.mkdir()
+    outside.mkdir()
+    (outside / "target.txt").write_text("old\n")
+    temp = ".target.txt.1-0123456789ab.judge-mcp.tmp"
+    (outside / temp).write_text("planted\n")
+    (project / "link").symlink_to(outside)
+    (project / "a.txt").write_text("a\n")
+    plan = {"version": 1, "new_dirs": [], "entries": [{
+        "dir": ["link"], "name": "target.txt", "tmp": temp, "backup": None, "old": None,
+        "new": hashlib.sha256(b"planted\n").hexdigest()}]}
+    (project / ".judge-mcp-apply.00000000000000aa.journal").write_text(json.dumps(plan) + "\ncommit\n")
+    report = apply_patch({"ops": [{"kind": "edit", "path": "a.txt", "find": "a", "replace": "b"}]}, project)
+    assert report.applied
+    assert report.warnings == ["finished an apply of 1 file(s) that a stopped server had committed",
+                               "left as they are now (changed after the interruption): link/target.txt"]
+    assert (outside / "target.txt").read_text() == "old\n" and (outside / temp).read_text() == "planted\n"
+    assert not (project / ".judge-mcp-apply.00000000000000aa.journal").exists()
+
+
+def test_a_fifo_named_like_a_journal_is_left_alone_and_the_apply_goes_on(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / ".judge-mcp-apply.00000000000000bb.journal")
+    (tmp_path / "a.txt").write_text("a\n")
+    report = apply_patch({"ops": [{"kind": "edit", "path": "a.txt", "find": "a", "replace": "b"}]}, tmp_path)
+    assert report.applied and report.warnings == [] and (tmp_path / "a.txt").read_text() == "b\n"

@@ -29,6 +29,7 @@ import logging
 import os
 import re
 import secrets
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ TEMP_NAME = re.compile(r"^\..*\.(\d+)-[0-9a-f]{12}\.judge-mcp\.(tmp|del|old)$")
 JOURNAL_NAME = re.compile(r"^\.judge-mcp-apply\.[0-9a-f]{16}\.journal$")
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 MAX_JOURNAL_BYTES = 1024 * 1024
+MAX_ENTRIES = 5_000  # a patch has at most a few hundred files; a journal naming more is not ours
 MAX_FILE_BYTES = 5 * 1024 * 1024 + 16  # what a patch may touch (ops.MAX_FILE_BYTES), plus a BOM
 
 
@@ -93,6 +95,8 @@ class Plan:
         if not isinstance(raw, dict) or raw.get("version") != 1:
             raise ValueError("not a version 1 plan")
         entries = []
+        if len(raw.get("entries") or []) > MAX_ENTRIES or len(raw.get("new_dirs") or []) > MAX_ENTRIES:
+            raise ValueError(f"more than {MAX_ENTRIES} entries")
         for e in raw.get("entries") or []:
             if not isinstance(e, dict):
                 raise ValueError("an entry is not an object")
@@ -145,7 +149,11 @@ class Journal:
         self.name = f".judge-mcp-apply.{secrets.token_hex(8)}.journal"
         self._pointer: tuple[int, Path] | None = None
         if register is not None:  # the data home's note of this root, for the recovery at server start
-            self._pointer = _write_pointer(register, tree.root, self.name)
+            try:
+                self._pointer = _write_pointer(register, tree.root, self.name)
+            except OSError as exc:  # a read-only data home: the next apply on this root still recovers it
+                log.warning("could not note the apply in %s (%s): only the next apply on %s will finish it "
+                            "after a crash", register, exc, tree.root)
         try:
             self.fd = os.open(self.name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
                               dir_fd=tree.fd)
@@ -287,6 +295,14 @@ def _forward(tree: Tree, e: Entry) -> None:
 # --- recovery ---------------------------------------------------------------------------------------------
 
 
+def _dir(tree: Tree, parts: tuple[str, ...]) -> int | None:
+    """The directory's fd (None when absent); InputError when a component is a symlink or no directory."""
+    try:
+        return tree.dir(parts)
+    except NotADirectoryError:
+        raise InputError(f"{'/'.join(parts)} is no longer a directory") from None
+
+
 def _exists(dir_fd: int, name: str) -> bool:
     try:
         os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
@@ -320,11 +336,15 @@ def roll_forward(tree: Tree, plan: Plan) -> list[str]:
     kept: list[str] = []
     dirs: set[int] = set()
     for e in plan.entries:
-        dir_fd = tree.dir(e.dir)
+        rel = "/".join((*e.dir, e.name))
+        try:
+            dir_fd = _dir(tree, e.dir)
+        except InputError:  # a directory became a symlink since: not followed
+            kept.append(rel)
+            continue
         if dir_fd is None:
             continue
         dirs.add(dir_fd)
-        rel = "/".join((*e.dir, e.name))
         if e.tmp is not None:
             if not _exists(dir_fd, e.tmp):
                 continue  # renamed already
@@ -342,7 +362,8 @@ def roll_forward(tree: Tree, plan: Plan) -> list[str]:
         os.fsync(dir_fd)
     for e in plan.entries:
         if e.backup is not None:
-            _unlink(tree.dir(e.dir), e.backup)
+            with contextlib.suppress(InputError):
+                _unlink(_dir(tree, e.dir), e.backup)
     return kept
 
 
@@ -351,7 +372,11 @@ def roll_back(tree: Tree, plan: Plan) -> list[str]:
     kept: list[str] = []
     dirs: set[int] = set()
     for e in reversed(plan.entries):
-        dir_fd = tree.dir(e.dir)
+        try:
+            dir_fd = _dir(tree, e.dir)
+        except InputError:  # a directory became a symlink since: not followed
+            kept.append("/".join((*e.dir, e.name)))
+            continue
         if dir_fd is None:
             continue
         dirs.add(dir_fd)
@@ -371,7 +396,10 @@ def roll_back(tree: Tree, plan: Plan) -> list[str]:
     for dir_fd in dirs:
         os.fsync(dir_fd)
     for parts in reversed(plan.new_dirs):
-        parent = tree.dir(parts[:-1])
+        try:
+            parent = _dir(tree, parts[:-1])
+        except InputError:
+            continue
         if parent is not None:
             with contextlib.suppress(OSError):  # not empty (somebody wrote there) or already gone
                 os.rmdir(parts[-1], dir_fd=parent)
@@ -414,24 +442,32 @@ def _recover(tree: Tree) -> Recovered:
         except OSError:
             continue
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device named like a journal: not ours
+                continue
             if not _owner_gone(fd):
                 with contextlib.suppress(ValueError, UnicodeDecodeError):  # still being written: no temps yet
                     live = Plan.loads(os.pread(fd, MAX_JOURNAL_BYTES, 0).decode().split("\n", 1)[0])
                     found.running |= {t for e in live.entries for t in (e.tmp, e.backup) if t}
                 continue
-            found.notes += _recover_one(tree, name, fd)
+            try:
+                found.notes += _recover_one(tree, name, fd)
+            except OSError as exc:  # e.g. a disk error: the tree stays as it is, the journal for the next try
+                log.warning("could not recover the apply journal %s in %s: %s", name, tree.root, exc)
+                found.notes.append(f"could not finish or undo an interrupted apply ({name}): {exc}")
         finally:
             os.close(fd)
     return found
 
 
 def _owner_gone(fd: int) -> bool:
-    """True when no process holds the journal (its owner died, or it finished and unlinked it just now)."""
-    if fcntl is not None:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
+    """True when no process holds the journal (its owner died, or it finished and unlinked it just now).
+    Without flock (Windows) a journal's owner cannot be told apart: nothing is recovered, nothing is broken."""
+    if fcntl is None:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
     return os.fstat(fd).st_nlink > 0
 
 
