@@ -128,8 +128,8 @@ class OnnxInt8Embedder(_Lazy):
             with export_lock(target), quiet_export():
                 if target.exists():
                     return False
-                log.info("first start on this model cache: exporting the embedding model (MiniLM) to int8 ONNX "
-                            "into %s, once (~15-40 s); uploads and searches wait for it", target)
+                log.info("exporting the packaged MiniLM to int8 ONNX (once) into %s: the first start with this "
+                         "model cache, ~15-40 s; uploads and searches wait for it", target)
                 started = time.perf_counter()
                 self._export_model(target)
                 log.info("embedding model exported in %.1f s", time.perf_counter() - started)
