@@ -117,9 +117,9 @@ class JudgeServer(MCPServer[AppContext]):
         return super()._tool_input_schema(name)
 
     def load_tool_modules_later(self, delay_s: float) -> threading.Timer | None:
-        """Import the tool modules not loaded yet in the background after `delay_s` (after the host's
-        handshake, as the warm-up), so that a first call finds its module loaded."""
-        if not self.lazy_tools.unloaded:
+        """Import the tool modules not loaded yet, and build the tools, in the background after `delay_s` (after
+        the host's handshake, as the warm-up), so that a first call finds its tool ready."""
+        if not self.lazy_tools.unloaded and all(self.lazy_tools.ready(n) for n in self.lazy_tools.names):
             return None
         timer = threading.Timer(delay_s, self._load_tool_modules)
         timer.daemon = True
@@ -128,7 +128,9 @@ class JudgeServer(MCPServer[AppContext]):
 
     def _load_tool_modules(self) -> None:
         try:
-            self.lazy_tools.load_all()
+            # Imported and built (~0.1-0.2 s of pydantic work, in this background thread): a tool's first call
+            # after a start then costs what a later one does (issue 29: the first search after a restart).
+            self.lazy_tools.list_tools()
         except Exception:  # met again, and reported, by the first call of that module's tools
             log.exception("loading the tool modules failed")
 

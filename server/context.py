@@ -25,10 +25,11 @@ from judges.models.guard import CallPolicy
 from judges.models.prices import DEFAULT_PRICES
 from judges.models.protocol import ModelClient
 from judges.models.registry import JURY_MAX, BackendConfig, ModelRegistry, jury_models
+from judges.patches.journal import recover_registered
 from judges.store.access import RateLimiter
 from judges.store.agents import Agent, AgentStore
 from judges.store.database import Database, open_database
-from judges.store.guidelines import Guidelines, IngestSettings
+from judges.store.guidelines import SEARCH_READY, Guidelines, IngestSettings
 from judges.store.jobs import JobStore
 from judges.store.leases import Leases
 from judges.store.metering import Metering
@@ -173,12 +174,15 @@ def build_guidelines(settings: Settings, db: Database, agents: AgentStore,
     load = getattr(embedder, "loaded", None)
     guidelines.warmup = Warmup([
         *([("model client", lambda: prepare_model_client(models))] if models is not None else []),
+        # Started early: the worker's own imports (~1-2 s of CPU) overlap the model load, not the first search.
+        ("parse worker", guidelines.parser.warm),
         ("numpy", import_numpy),
         *([("embedding model", load)] if load is not None else []),
         ("guideline store", guidelines.prepare),
-        ("parse worker", guidelines.parser.warm),
         ("prompt templates", prompts.compile_all),
         ("freeze the heap", freeze_heap),
+        # Last: the first search after a start then meets what a warm one does, caches included (issue 29).
+        (SEARCH_READY, guidelines.preload),
     ])
     if settings.warm_embeddings:
         # Started after `initialize` has been answered (warm_delay_s): the handshake never waits.
@@ -219,6 +223,9 @@ async def open_app(settings: Settings, *, client_roots: bool = True,
             plateau_window=settings.plateau_window, plateau_threshold=settings.plateau_threshold,
             fallback_score=settings.parse_fallback_score,
         ))
+        # An apply_patch a crash interrupted (kill -9) is finished or undone before any call: each tree is
+        # all-old or all-new again, no temp file stays (judges/patches/journal.py).
+        await anyio.to_thread.run_sync(recover_registered, settings.patch_journal_dir, settings.allowed_roots)
         store = JobStore(db)
         interrupted = store.interrupt_orphans()
         if interrupted:

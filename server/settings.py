@@ -440,6 +440,11 @@ class Settings(BaseSettings):
     def model_cache_dir(self) -> Path:
         return self.model_cache or self.home / "models"
 
+    @property
+    def patch_journal_dir(self) -> Path:
+        """Notes of the roots where an apply_patch is under way: the next start finishes or undoes a crashed one."""
+        return self.home / "patch-journals"
+
     # The gate sandbox (judge_code / propose_patch run the caller's code in their gates).
     gate_sandbox: str = Field(default="auto", pattern="^(auto|bwrap|none)$", description=(
         "auto: bubblewrap when it works here, else none; bwrap: required (the server stops at start without it); "

@@ -174,8 +174,8 @@ class LazyTools(ToolManager):
         module = self.module_of.get(name)
         if name in self._promised and module is not None:
             self.load_module(module)  # or wait while another thread loads it
-        if name in self._recipes:
-            self._build(name)
+        if name in self._recipes or name not in self._tools:
+            self._build(name)  # or wait while another thread (the background build) builds it
         return super().get_tool(name)
 
     def list_tools(self) -> list[Tool]:

@@ -150,7 +150,7 @@ def test_the_first_start_of_a_fresh_home_prints_only_our_log_lines(tmp_path: Pat
     while not (tmp_path / "models" / "all-MiniLM-L6-v2-fused-int8.onnx").exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     while not _parse_worker_of(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.2)  # the warm-up's last step starts the parse worker
+        time.sleep(0.2)  # the warm-up starts the parse worker
     proc.stdin.close()
     proc.wait(timeout=30)
     lines = proc.stderr.read().splitlines()

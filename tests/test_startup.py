@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,6 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 PROBE = f"""
 import sys
+import time
 from server.cli import main
 from server.app import create_server
 from server.settings import Settings
@@ -363,3 +365,31 @@ async def test_get_agent_publishes_its_nullable_fields_as_type_lists_and_its_res
         got = await server.client.call_tool("get_agent", {"agent_id": created.structured_content["id"]})
     assert tools["get_agent"].output_schema["properties"]["model"]["type"] == ["string", "null"]
     assert not got.is_error and got.structured_content["model"] is None  # the client checked it against the schema
+
+
+def test_a_tool_called_while_the_background_build_builds_it_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warm-up builds every tool in the background; a call of one being built waits for it ('Unknown tool'
+    before: the recipe was taken and the tool not stored yet)."""
+    import threading
+
+    from mcp.server.mcpserver.tools.base import Tool
+
+    from server.startup import LazyTools
+
+    tools = LazyTools()
+    tools.add_tool(lambda: "pong", name="ping")
+    real = Tool.from_function
+    building = threading.Event()
+
+    def slow(*args: Any, **kwargs: Any) -> Tool:
+        building.set()
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(Tool, "from_function", slow)
+    background = threading.Thread(target=tools.list_tools)
+    background.start()
+    assert building.wait(10)
+    found = tools.get_tool("ping")
+    background.join(10)
+    assert found is not None and found.name == "ping"
