@@ -313,21 +313,23 @@ def _probe(bwrap: Bwrap) -> str | None:
             if prepared.cgroup:
                 prepared.cgroup.remove()
     if proc.returncode != 0:
-        return probe_failure(bwrap, proc.returncode, proc.stderr.decode(errors="replace"))
+        return _probe_failure(bwrap, proc.returncode, proc.stderr.decode(errors="replace"))
     return None
 
 
-def probe_failure(bwrap: Bwrap, code: int, stderr: str) -> str:
-    """Why the probe's sandbox did not run, in bubblewrap's own words, and what to do about it."""
+def _probe_failure(bwrap: Bwrap, code: int, stderr: str) -> str:
+    """Why the probe's sandbox did not run, in bubblewrap's (or the shell's) own words, and what to do."""
     said = " ".join(line.strip() for line in stderr.strip().splitlines()[-4:])[-600:] or f"exit code {code}"
-    if said.startswith("bwrap:") or "bwrap:" in said:
-        userns = any(word in said for word in ("namespace", "uid map", "setting up uid", "Operation not permitted",
-                                               "Permission denied", "ENOSPC"))
+    if "bwrap:" in said:
+        userns = any(word in said for word in ("namespace", "uid map", "Operation not permitted", "Permission denied",
+                                               "ENOSPC"))
         return (f"bubblewrap {bwrap.path} cannot start a sandbox here: {said!r}; "
                 f"{USERNS_HINT if userns else OTHER_HINT}")
+    missing = any(word in said for word in ("not found", "No such file", "cannot open shared object"))
     return (f"the sandbox started but the interpreter {bwrap.python} did not run inside it: {said!r}; "
-            f"it sees only {', '.join(dst for _, dst in bwrap.read_only)} read-only: run judge-mcp from an "
-            "interpreter and virtualenv whose files are all under those paths")
+            + (f"it sees only {', '.join(dst for _, dst in bwrap.read_only)} read-only: run judge-mcp from an "
+               "interpreter and virtualenv whose files are all under those paths" if missing else
+               "that is the interpreter's own error inside the sandbox"))
 
 
 @functools.lru_cache(maxsize=4)
