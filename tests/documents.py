@@ -3,7 +3,8 @@
 `pdf` writes a PDF by hand (objects, cross-reference table, trailer) with text drawn in Helvetica, one
 list of lines per page; `encrypted` re-writes one with pypdf's own encryption; `docx` writes an OOXML
 package (the zip Word writes: content types, relationships, word/document.xml) with paragraphs and
-tables. The product reads them with the real pypdf and mammoth, as it reads a user's files.
+tables; `BRAND_GUIDE` is the pages of a small brand guide. The product reads them with the real pypdf
+and mammoth, as it reads a user's files. (Real-world files: tests_corpora/, `make test-corpora`.)
 """
 
 from __future__ import annotations
