@@ -189,7 +189,7 @@ async def replay_corpus(sources: Sources, fake: Any, home: Path) -> list[Outcome
     from server.app import create_server
     from server.settings import Settings
 
-    settings = Settings(home=home, allowed_roots=[home], model="openai:replayed-judge", openai_api_key="sk-replay",
+    settings = Settings(home=home, model="openai:replayed-judge", openai_api_key="sk-replay",
                         openai_base_url=fake.openai_url, warm_embeddings=False, log_level="WARNING",
                         max_retries=0, concurrency=4)
     async with Client(create_server(settings)) as client:

@@ -12,10 +12,6 @@ import pytest
 from server.settings import Settings
 from tests.fake_model_server import FakeModelServer
 
-CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
-if not CORPORA.is_dir():
-    CORPORA = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpora"
-
 _real_connect = socket.socket.connect
 
 
@@ -95,13 +91,6 @@ async def client(settings: Settings) -> AsyncIterator[Any]:
 
     async with Client(create_server(settings)) as c:
         yield c
-
-
-def corpus(*parts: str) -> Path:
-    path = CORPORA.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"shared corpora not found at {path}")
-    return path
 
 
 @pytest.fixture(scope="session")
