@@ -27,6 +27,7 @@ from judges.store.access import TokenStore
 from . import client_log, health, resources
 from .context import AppContext, analysis_categories, open_app, organization_of
 from .errors import arguments_error, failure_of, log_call, tool_error, unknown_argument
+from .options import instructions
 from .roles import TOOL_ROLES, may_list, require_role, require_toolset
 from .settings import Settings
 from .startup import LazyPrompts, LazyResources, LazyTools, Listing, ListingCache, listed_input
@@ -35,7 +36,8 @@ log = logging.getLogger("judge_mcp")
 
 INSTRUCTIONS = (
     "judge-mcp: a bench of judges. Create judge agents (create_agent, optionally from a template: "
-    "brand_compliance, composition, product_accuracy, technical_quality), then judge with them."
+    "brand_compliance, composition, product_accuracy, technical_quality), then judge with them. "
+    + instructions()
 )
 
 # The modules of server/ that register tools, in listing order. Each is imported at start only when the data

@@ -38,6 +38,7 @@ from judges.store.usage import UsageLedger
 from rag.warmup import Warmup, freeze_heap, import_numpy
 
 from .jobs import JobRunner
+from .options import SHARED_OPTIONS
 from .roots import call_roots
 from .sampling import SamplingClient, sampling_offered
 from .settings import Settings
@@ -95,7 +96,7 @@ class AppContext:
         return [(m, await self.model_for(ctx, m, cache=cache)) for m in spelled]
 
 
-UseCache = Annotated[bool, Field(description="false: ask the model afresh, bypassing the result cache.")]
+UseCache = Annotated[bool, Field(description=SHARED_OPTIONS["cache"])]
 
 
 def build_metering(settings: Settings, db: Database) -> Metering:
@@ -268,12 +269,9 @@ async def ask_client_roots(ctx: Context) -> ListRootsResult | ListRoots | None:
 
 
 ClientRoots = Annotated[ListRootsResult | None, Resolve(ask_client_roots)]
-JuryModels = Annotated[list[str] | None, Field(description=(
-    "A jury of 2–8 models, e.g. [\"anthropic:claude-sonnet-4-5\", \"openai:gpt-4o\"]: each judges; adds their "
-    "verdicts and agreement."))]
-ExpectedScore = Annotated[bool, Field(description="Also report the log-probability-weighted score (G-Eval) as "
-                                                 "expected_score, where the backend gives log-probabilities.")]
-Samples = Annotated[int, Field(description="Ask n times at once; adds the spread (scores) or the vote (verdicts).")]
+JuryModels = Annotated[list[str] | None, Field(description=SHARED_OPTIONS["models"])]
+ExpectedScore = Annotated[bool, Field(description=SHARED_OPTIONS["expected_score"])]
+Samples = Annotated[int, Field(description=SHARED_OPTIONS["samples"])]
 
 
 def roots_for(ctx: Any, client_roots: ListRootsResult | None) -> Roots:

@@ -33,9 +33,10 @@ from judges.store.jobs import Job, JobStatus, JobStore
 
 from .client_log import client_log
 from .errors import tool_errors
+from .options import SHARED_OPTIONS
 
 log = logging.getLogger("judge_mcp")
-Background = Annotated[bool, Field(description="Run as a job: returns {job_id} at once; get_job gives the result.")]
+Background = Annotated[bool, Field(description=SHARED_OPTIONS["background"])]
 Work = Callable[[Progress], Awaitable[Any]]
 T = TypeVar("T")
 

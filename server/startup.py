@@ -200,8 +200,11 @@ def lean_schema(schema: Any) -> Any:
 
 def listed_input(schema: dict[str, Any]) -> dict[str, Any]:
     """A tool's input schema as tools/list shows it (a host puts it into its model's context): no automatic
-    titles, and an optional argument whose default is null shown as its value's type alone (leaving it out is
-    how a caller says null; the server still accepts an explicit null)."""
+    titles; an optional argument whose default is null shown as its value's type alone (leaving it out is
+    how a caller says null; the server still accepts an explicit null); and the options many tools share
+    (server/options.py) without their description, which the server's instructions give once."""
+    from .options import LISTED, SHARED_OPTIONS
+
     schema = untitled(schema)
     required = set(schema.get("required", []))
     properties = {}
@@ -211,6 +214,9 @@ def listed_input(schema: dict[str, Any]) -> dict[str, Any]:
                 len(options) == 2 and {"type": "null"} in options:
             (value,) = [o for o in options if o != {"type": "null"}]
             node = {**value, **{k: v for k, v in node.items() if k not in ("anyOf", "default")}}
+        if name in SHARED_OPTIONS and node.get("description") == SHARED_OPTIONS[name]:
+            node = {k: v for k, v in node.items() if k != "description"} | (
+                {"description": LISTED[name]} if name in LISTED else {})
         properties[name] = node
     return {**schema, "properties": properties} if "properties" in schema else schema
 

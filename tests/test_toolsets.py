@@ -91,3 +91,19 @@ def test_optimize_prompt_reads_given_evaluations_as_evaluate_image_wrote_them() 
         given_evaluations([{"agent_id": "a"}])
     assert str(refused.value).startswith("evaluations[0].")
     assert str(refused.value).endswith("pass the evaluations evaluate_image returned, unchanged (or run_id)")
+
+
+def test_a_shared_option_is_described_once_in_the_instructions_not_in_each_tool(tmp_path: Path) -> None:
+    from server.options import SHARED_OPTIONS
+
+    running = _session(tmp_path)
+    try:
+        tools = running.run(running.client.list_tools()).tools
+        instructions = running.client.instructions or ""
+    finally:
+        running.close()
+    assert all(f"{name}: {text}" in instructions for name, text in SHARED_OPTIONS.items())
+    repeated = [(t.name, name) for t in tools for name, text in SHARED_OPTIONS.items()
+                if t.input_schema["properties"].get(name, {}).get("description") == text]
+    assert repeated == []  # an option with a meaning of its own (calibrate_judge's background) keeps its own words
+    assert sum(name in t.input_schema["properties"] for t in tools for name in SHARED_OPTIONS) == 38  # the uses said once
