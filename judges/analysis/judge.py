@@ -324,6 +324,14 @@ def normalize_url(url: str) -> str:
     return f"{host}{port}{path}{query}"
 
 
+def _normalized(url: str) -> str | None:
+    """normalize_url, or None for text that only looks like a URL (e.g. 'acme.io:99999')."""
+    try:
+        return normalize_url(url)
+    except ValueError:
+        return None
+
+
 def _strings(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
@@ -342,9 +350,13 @@ def d5_url_preservation(data: Any, input_url: str | None) -> Check:
     name, desc = "url_preservation", "The input URL is preserved in the output"
     if not input_url:
         return Check(check_name=name, description=desc, passed=True, rationale="Skipped: no input_url was given.")
-    want = normalize_url(input_url)
+    try:
+        want = normalize_url(input_url)
+    except ValueError as exc:  # urllib: a port out of range, an unclosed IPv6 bracket
+        raise InputError(f"input_url {input_url[:200]!r} is not a URL ({exc}); give one such as "
+                         "\"https://acme.io\"") from None
     urls = _re2(_URL_PATTERN)  # linear: Python's re backtracked quadratically over a long run of word characters
-    found = [u for s in _strings(data) for u in urls.findall(s) if normalize_url(u) == want]
+    found = [u for s in _strings(data) for u in urls.findall(s) if _normalized(u) == want]
     return Check(check_name=name, description=desc, passed=bool(found),
                  rationale=(f"The output contains {found[0]!r}, which normalises to {want!r}." if found else
                             f"No URL in the output normalises to {want!r}."),
