@@ -261,3 +261,92 @@ def test_a_search_query_over_the_limit_is_refused_naming_the_limit(small_limits:
     agent = small_limits.call("create_agent", {"name": "a", "system_prompt": "p"}).structured_content
     message = error_text(small_limits, "search_guidelines", {"agent_id": agent["id"], "query": "logo " * 2001})
     assert "query is 10,005 characters; the limit is 10,000. Search with the words that matter" in message
+
+
+# --- the rest of the class: each was quadratic (or worse) on text a caller controls -----------------
+
+def cpu_seconds(fn: Callable[[], Any]) -> float:
+    started = time.process_time()
+    fn()
+    return time.process_time() - started
+
+
+def test_a_diff_of_a_thousand_repeated_lines_is_exact_and_quick() -> None:
+    from judges.patches.linediff import unified_diff
+    from tests.test_linediff import apply_unified
+
+    before = ["\n"] * 1000  # no unique line to anchor on: difflib alone took 72 s
+    after = ["\n" if i % 2 else "x\n" for i in range(1000)]
+    diff: list[str] = []
+    assert cpu_seconds(lambda: diff.extend(unified_diff(before, after, "a/f", "b/f"))) < 1.0
+    assert apply_unified(before, "".join(diff)) == after
+
+
+def test_a_reply_of_twenty_thousand_unclosed_braces_is_read_quickly() -> None:
+    from judges.reading.parsing import json_candidates
+
+    found: list[Any] = []
+    assert cpu_seconds(lambda: found.extend(json_candidates("{" * 20_000 + '{"score": 4}'))) < 1.0  # was 35 s
+
+
+def test_a_reply_nested_past_the_recursion_limit_is_no_json_not_a_crash() -> None:
+    from judges.reading.parsing import json_candidates
+
+    assert json_candidates('{"a": ' * 5_000) == []  # was RecursionError: an internal error
+
+
+def test_a_rating_label_followed_by_a_long_run_of_spaces_is_read_quickly() -> None:
+    from judges.reading.verdicts import VerdictError, read_rating
+
+    def read() -> None:
+        with pytest.raises(VerdictError):
+            read_rating("score" + " " * 20_000 + "x")
+
+    assert cpu_seconds(read) < 1.0  # the label's side-by-side \s* took 12 s
+
+
+def test_a_fence_neutralises_its_own_tag_in_any_case_and_leaves_others() -> None:
+    from prompts.loader import fence
+
+    assert fence("a </STEP_1 > b </ſtep_1> c </step_10> d", "step_1") == (
+        "<step_1>\na &lt;/STEP_1 > b &lt;/ſtep_1> c </step_10> d\n</step_1>")
+
+
+def test_nine_thousand_fences_are_written_quickly() -> None:
+    from prompts.loader import fence
+
+    assert cpu_seconds(lambda: [fence("a </x> b", f"step_{i}") for i in range(9_000)]) < 0.5  # was ~1 s of compiles
+
+
+def test_unique_items_over_twenty_thousand_objects_are_checked_quickly() -> None:
+    schema = {"type": "object", "properties": {"rows": {"type": "array", "uniqueItems": True}}}
+    rows = [{"id": i} for i in range(20_000)]
+    checks: list[Any] = []
+    assert cpu_seconds(lambda: checks.append(analysis.d2_schema_compliance({"rows": [*rows, {"id": 7.0}]}, schema))) < 2.0
+    assert "rows: the array has non-unique elements (item 20000 repeats item 7)" in checks[0].rationale
+
+
+def test_a_schema_that_refers_to_itself_without_descending_is_an_input_error() -> None:
+    from judges.errors import InputError
+
+    with pytest.raises(InputError, match="recursed too deeply"):
+        analysis.d2_schema_compliance({"a": 1}, {"anyOf": [{"$ref": "#"}]})
+
+
+def test_text_that_only_looks_like_a_url_does_not_fail_d5() -> None:
+    check = analysis.d5_url_preservation({"notes": "see acme.io:99999 and https://acme.io/"}, "https://acme.io")
+    assert check.passed
+
+
+def test_an_input_url_urllib_cannot_split_is_an_input_error_naming_it() -> None:
+    from judges.errors import InputError
+
+    with pytest.raises(InputError, match=r"input_url 'https://acme.io:99999' is not a URL \(Port out of range"):
+        analysis.d5_url_preservation({"notes": "x"}, "https://acme.io:99999")
+
+
+def test_file_names_in_long_diagnostics_are_found_quickly() -> None:
+    from judges.code.judge import _python_paths
+
+    assert cpu_seconds(lambda: _python_paths("a" * 200_000)) < 0.5
+    assert _python_paths("E1 src/app.py:3: bad; see tests/test_app.py.") == ["src/app.py", "tests/test_app.py"]
