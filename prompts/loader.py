@@ -15,7 +15,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -31,13 +31,35 @@ class PromptError(ValueError):
     """A prompt id that does not exist, or a render with a missing variable."""
 
 
+# Any tag-like name after '<' or '</'; whether it is the fence's own tag is decided per match. One compiled
+# pattern for every tag: a prompt with thousands of numbered fences (step_1..step_9000) compiled a regex
+# per fence, about a second of the event loop's time.
+_TAG_NAME = re.compile(r"<(/?)\s*([\w.-]++)(?=[\s>/])")
+_WORD_TAG = re.compile(r"[\w.-]+")
+
+
+@lru_cache(maxsize=256)
+def _same_tag(tag: str) -> re.Pattern[str]:
+    return re.compile(re.escape(tag), re.I)
+
+
 def fence(text: Any, tag: str) -> str:
-    """Wrap untrusted text in <tag>...</tag>, neutralising any <tag> or </tag> inside it.
+    """Wrap untrusted text in <tag>...</tag>, neutralising any <tag> or </tag> inside it (case-insensitively).
 
     The judged text cannot close the fence early and smuggle instructions after it.
     """
     body = str(text)
-    body = re.sub(rf"<(/?)\s*({re.escape(tag)})(?=[\s>/])", r"&lt;\1\2", body, flags=re.I)
+    if not _WORD_TAG.fullmatch(tag):
+        body = re.sub(rf"<(/?)\s*({re.escape(tag)})(?=[\s>/])", r"&lt;\1\2", body, flags=re.I)
+        return f"<{tag}>\n{body}\n</{tag}>"
+    folded = tag.lower()
+
+    def neutralise(m: re.Match[str]) -> str:
+        name = m.group(2)
+        same = name.lower() == folded if name.isascii() else bool(_same_tag(tag).fullmatch(name))
+        return f"&lt;{m.group(1)}{name}" if same else m.group(0)
+
+    body = _TAG_NAME.sub(neutralise, body)
     return f"<{tag}>\n{body}\n</{tag}>"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
@@ -48,6 +49,11 @@ def register(mcp: MCPServer) -> None:
         the spread of its score); models: a jury. Progress: each check and each category."""
         app = app_of(ctx)
         check_samples(samples, app.settings.max_samples)
+        sizes = app.settings.size_limits()
+        await anyio.to_thread.run_sync(sizes.json, "analysis", analysis)  # measured off the loop: it may be large
+        await anyio.to_thread.run_sync(sizes.json, "schema", schema)
+        sizes.text("input_url", input_url)
+        sizes.text("user_context", user_context)
         jury = await app.jury_for(ctx, models, cache=cache) if models is not None else None
         bounds = None
         if cardinality is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
+import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ResourceLink, ToolAnnotations
 from pydantic import BaseModel, Field
@@ -104,13 +105,21 @@ def register(mcp: MCPServer[Any]) -> None:
             dataset = "\n".join(json.dumps(item) for item in (dataset if isinstance(dataset, list) else [dataset]))
         if dataset_path is not None:
             real = resolve_file(dataset_path, roots_for(ctx, client_roots))
-            raw = read_resolved(real, MAX_DATASET_BYTES, f"dataset_path {dataset_path!r}")
+            raw = await anyio.to_thread.run_sync(read_resolved, real, MAX_DATASET_BYTES, f"dataset_path {dataset_path!r}")
             try:
                 dataset = raw.decode("utf-8")
             except UnicodeDecodeError:
                 raise InputError(f"dataset_path {dataset_path!r} is not UTF-8 text (JSONL)") from None
         assert dataset is not None
-        items = parse_dataset(dataset, judge)
+        items = await anyio.to_thread.run_sync(parse_dataset, dataset, judge)  # up to 20 MB of JSON lines
+        sizes = app.settings.size_limits()
+        for item in items:  # each item is judged as a call of its tool would be: the same limits
+            for key in ("text", "instruction", "reference"):
+                sizes.text(f"dataset item {item.id!r} {key}", item.inputs.get(key) if isinstance(item.inputs.get(key), str)
+                           else None)
+            candidates = item.inputs.get("candidates")
+            if isinstance(candidates, list):
+                sizes.texts(f"dataset item {item.id!r} candidates", [c for c in candidates if isinstance(c, str)])
         found: list[Criterion] = resolve_criteria(rubric, criteria) if judge == "score_text" else []
         agent = await app.store(app.agents.get, org, agent_id) if agent_id is not None else None
         client = await app.model_for(ctx, model, agent=agent, cache=cache)

@@ -10,8 +10,9 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ResourceLink, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from judges.errors import InputError
 from judges.store.agents import TOP_K_MAX
-from judges.store.guidelines import GuidelineChunk, GuidelineDocument, read_source
+from judges.store.guidelines import MAX_QUERY_CHARS, GuidelineChunk, GuidelineDocument, read_source
 
 from .agent_tools import AgentId
 from .context import ClientRoots, app_of, organization_of, roots_for
@@ -105,6 +106,9 @@ def register(mcp: MCPServer) -> None:
             description="0–1; default: the agent's rag_config, else the server's default for its model.")] = None,
     ) -> ChunkList:
         """The agent's guideline chunks most similar to the query, best first (similarity = 1 − cosine distance)."""
+        if len(query) > MAX_QUERY_CHARS:
+            raise InputError(f"query is {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,}. Search with the "
+                             "words that matter, e.g. \"logo placement on dark backgrounds\"")
         chunks = await app_of(ctx).guidelines.search(organization_of(ctx), agent_id, query, top_k, similarity_threshold,
                                                      report_to(ctx))
         return ChunkList(chunks=chunks)

@@ -44,11 +44,11 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_worl
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 
-def prepare(ctx: Context, client_roots: ListRootsResult | None, patch: dict[str, Any] | str, format: PatchFormat,
-            path: str | None, root: str | None, max_ops: int | None,
-            max_bytes: int | None) -> tuple[dict[str, Any], Path | None, PatchLimits]:
+async def prepare(ctx: Context, client_roots: ListRootsResult | None, patch: dict[str, Any] | str, format: PatchFormat,
+                  path: str | None, root: str | None, max_ops: int | None,
+                  max_bytes: int | None) -> tuple[dict[str, Any], Path | None, PatchLimits]:
     """What both patch tools start from: the patch as ops, the root (inside the allowed roots), the limits."""
-    ops = to_ops(patch, format, default_path=path)
+    ops = await anyio.to_thread.run_sync(lambda: to_ops(patch, format, default_path=path))  # megabytes of diff text
     base = resolve_root(root, roots_for(ctx, client_roots)) if root is not None else None
     return ops, base, app_of(ctx).settings.patch_limits(max_ops, max_bytes)
 
@@ -70,7 +70,7 @@ def register(mcp: MCPServer) -> None:
         client_roots: ClientRoots = None,
     ) -> ValidationReport:
         """Check a patch without writing: shape, limits, paths, and (with a root) each op against the files."""
-        ops, base, limits = prepare(ctx, client_roots, patch, format, path, root, max_ops, max_bytes)
+        ops, base, limits = await prepare(ctx, client_roots, patch, format, path, root, max_ops, max_bytes)
         return await anyio.to_thread.run_sync(
             lambda: validate_patch(ops, base, limits=limits, allow_read_only=allow_read_only)
         )
@@ -91,7 +91,7 @@ def register(mcp: MCPServer) -> None:
     ) -> Annotated[CallToolResult, ApplyReport]:
         """Apply a patch all-or-nothing: if any op fails, no file changes. CRLF and BOMs are preserved.
         A patch that could not be applied is an isError result (with the same fields: errors, diff)."""
-        ops, base, limits = prepare(ctx, client_roots, patch, format, path, root, max_ops, max_bytes)
+        ops, base, limits = await prepare(ctx, client_roots, patch, format, path, root, max_ops, max_bytes)
         assert base is not None
         report = await anyio.to_thread.run_sync(
             lambda: apply_patch(ops, base, dry_run=dry_run, limits=limits, allow_read_only=allow_read_only,

@@ -18,6 +18,7 @@ from judges.code.sandbox import Limits as GateLimits
 from judges.errors import SECRETS
 from judges.image.service import ImageSettings
 from judges.inputs.images import ImagePolicy
+from judges.inputs.sizes import SizeLimits
 from judges.models.guard import CallPolicy
 from judges.models.prices import Price
 from judges.models.registry import parse_model_string
@@ -29,6 +30,7 @@ from rag.formats import Limits as DocumentLimits
 # Every limit's number is written once, as the default of the judges' (or rag's) own Limits object;
 # Settings owns the environment variable and builds those objects from it (server/context.py, code_tools.py).
 CALLS, INGEST, DOCUMENTS, GATE_LIMITS = CallPolicy(), IngestSettings(), DocumentLimits(), GateLimits()
+SIZES = SizeLimits()
 
 
 def parse_tokens(text: str) -> dict[str, str]:
@@ -242,6 +244,16 @@ class Settings(BaseSettings):
     rank_max_calls: int = Field(default=120, ge=2, le=10_000, description=(
         "Most model calls one rank_texts call may plan (2 per game, both orders; 1 per candidate for method "
         "score); a larger plan is refused before any call, naming a cheaper method."))
+    max_text_chars: int = Field(default=SIZES.text_chars, ge=1, description=(
+        "Longest text argument of the text judges (score_text, compare_to_reference, rank_texts, "
+        "evaluate_rag_answer, evaluate_trajectory: each text, answer, reference, context, candidate, goal) and of "
+        "search queries, in characters; a longer one is refused before any work."))
+    max_list_items: int = Field(default=SIZES.list_items, ge=1, description=(
+        "Most entries in one list argument of the text judges (evaluate_trajectory's steps and expected_tools, "
+        "contexts); a longer list is refused before any work."))
+    max_analysis_chars: int = Field(default=SIZES.analysis_chars, ge=1, description=(
+        "Largest evaluate_analysis analysis (and schema), in characters of JSON; a larger one is refused before "
+        "any check runs."))
     parse_fallback_score: float | None = Field(
         default=None, ge=0, le=100,
         description="Opt-in: score given to a judge whose reply cannot be parsed (the seed used 50). Off by default.",
@@ -415,6 +427,10 @@ class Settings(BaseSettings):
         if self.chunk_overlap >= self.chunk_size:
             raise ValueError("JUDGE_MCP_CHUNK_OVERLAP must be smaller than JUDGE_MCP_CHUNK_SIZE")
         return self
+
+    def size_limits(self) -> SizeLimits:
+        """The size limits of the text and analysis judges' arguments."""
+        return SizeLimits(self.max_text_chars, self.max_list_items, self.max_analysis_chars)
 
     def patch_limits(self, max_ops: int | None = None, max_bytes: int | None = None) -> PatchLimits:
         """The patch limits, with a tool call's own values where it gave them."""

@@ -53,6 +53,11 @@ def register(mcp: MCPServer[Any]) -> None:
     ) -> Annotated[CallToolResult, or_job(TextScore)]:
         """Score one text per criterion on its declared scale (and 0–100), with a weighted total over the
         criteria that scored; a criterion whose judge cannot be read is a typed failure, never a default."""
+        sizes = app_of(ctx).settings.size_limits()
+        sizes.text("text", text)
+        sizes.text("instruction", instruction)
+        sizes.text("reference", reference)
+        sizes.texts("context", context)
         found = resolve_criteria(rubric, criteria)
         passages = [*(context or []), *(c.text for c in await _agent_contexts(ctx, agent_id, instruction or text))]
 
@@ -76,6 +81,10 @@ def register(mcp: MCPServer[Any]) -> None:
     ) -> Annotated[CallToolResult, or_job(ReferenceComparison)]:
         """equivalent / partially_correct / incorrect, with what is missing or wrong. An exact or normalised
         match (case, punctuation, articles, spaces) decides without a model call."""
+        sizes = app_of(ctx).settings.size_limits()
+        sizes.text("text", text)
+        sizes.text("reference", reference)
+        sizes.text("instruction", instruction)
 
         client = await app_of(ctx).model_for(ctx, cache=cache)
 
@@ -100,6 +109,9 @@ def register(mcp: MCPServer[Any]) -> None:
         """A full ranking with every game's record; each game asked in both orders; ties, inconsistent games
         (position bias) and failed games reported. The planned model calls are stated before any work."""
         app = app_of(ctx)
+        sizes = app.settings.size_limits()
+        sizes.text("instruction", instruction)
+        sizes.texts("candidates", candidates)
 
         client = await app.model_for(ctx, cache=cache)
 
@@ -125,6 +137,10 @@ def register(mcp: MCPServer[Any]) -> None:
     ) -> Annotated[CallToolResult, or_job(RagEvaluation)]:
         """Faithfulness (each claim supported, contradicted or not found, with the chunk that settles it),
         answer relevance and context relevance: three model calls."""
+        sizes = app_of(ctx).settings.size_limits()
+        sizes.text("question", question)
+        sizes.text("answer", answer)
+        sizes.texts("contexts", contexts)
         found = [RagContext(text=c) for c in contexts or []]
         found += await _agent_contexts(ctx, agent_id, question)
 
@@ -150,6 +166,10 @@ def register(mcp: MCPServer[Any]) -> None:
     ) -> Annotated[CallToolResult, or_job(TrajectoryEvaluation)]:
         """Deterministic checks first (expected tools used, order, counts; repeated calls; failed calls
         retried), then one model call: goal reached, unnecessary steps, ignored failures."""
+        sizes = app_of(ctx).settings.size_limits()
+        sizes.text("goal", goal)
+        sizes.items("steps", steps, "e.g. judge the trajectory in parts, or leave out steps that repeat")
+        sizes.items("expected_tools", expected_tools, "e.g. each tool once per expected call")
 
         client = await app_of(ctx).model_for(ctx, cache=cache)
 

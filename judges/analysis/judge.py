@@ -212,6 +212,48 @@ def _no_remote_references(schema: dict[str, Any]) -> None:
             "{\"website_url\": {\"$ref\": \"#/$defs/url\"}}}")
 
 
+def _canonical(value: Any) -> Any:
+    """A hashable form equal exactly when JSON Schema calls two values equal (1 == 1.0, true != 1, objects
+    regardless of key order)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return (type(value).__name__, value)
+    if isinstance(value, int | float):
+        return ("number", int(value) if isinstance(value, float) and value.is_integer() else value)
+    if isinstance(value, dict):
+        return ("object", frozenset((k, _canonical(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return ("array", tuple(_canonical(v) for v in value))
+    return ("other", repr(value))
+
+
+def _hashed_keywords() -> dict[str, Any]:
+    """uniqueItems and enum by hashing: jsonschema compares every pair of items (and every enum value with
+    each instance), quadratic in a caller's array."""
+    import jsonschema
+
+    enum_sets: dict[int, tuple[Any, frozenset[Any]]] = {}  # per validator: each enum list hashed once
+
+    def unique_items(validator: Any, unique: Any, instance: Any, _schema: Any) -> Iterator[Any]:
+        if not unique or not validator.is_type(instance, "array"):
+            return
+        seen: dict[Any, int] = {}
+        for i, item in enumerate(instance):
+            first = seen.setdefault(_canonical(item), i)
+            if first != i:
+                yield jsonschema.ValidationError(f"the array has non-unique elements (item {i} repeats item {first})")
+                return
+
+    def enum(validator: Any, enums: Any, instance: Any, _schema: Any) -> Iterator[Any]:
+        held = enum_sets.get(id(enums))
+        if held is None or held[0] is not enums:
+            held = enum_sets[id(enums)] = (enums, frozenset(_canonical(v) for v in enums))
+        if _canonical(instance) not in held[1]:
+            yield jsonschema.ValidationError(f"{repr(instance)[:200]} is not one of {enums!r}" if len(enums) <= 20 else
+                                             f"{repr(instance)[:200]} is not one of the {len(enums)} allowed values")
+
+    return {"uniqueItems": unique_items, "enum": enum}
+
+
 def _linear_validator(schema: dict[str, Any]) -> Any:
     """A Draft 2020-12 validator whose regexes run on RE2 (linear time): a caller's pattern such as
     `^(a+)+$` cannot stall the server. Patterns RE2 cannot run are refused with the reason. References resolve
@@ -262,6 +304,7 @@ def _linear_validator(schema: dict[str, Any]) -> Any:
 
     linear = jsonschema.validators.extend(jsonschema.Draft202012Validator, {
         "pattern": pattern, "patternProperties": pattern_properties, "additionalProperties": additional_properties,
+        **_hashed_keywords(),
     })
     try:
         linear.check_schema(schema)
@@ -291,7 +334,8 @@ def d2_schema_compliance(data: Any, schema: dict[str, Any], threshold: float = 0
     ratio = len(filled) / len(fields) if fields else 1.0
     problems = [f"{'.'.join(map(str, e.absolute_path)) or '(top level)'}: {e.message}" for e in errors[:10]]
     passed = not errors and ratio >= threshold
-    empty = [f for f in fields if f not in filled]
+    filled_set = set(filled)
+    empty = [f for f in fields if f not in filled_set]
     rationale = (f"{len(errors)} schema violation(s){': ' + '; '.join(problems) if problems else ''}. "
                  f"{len(filled)} of {len(fields)} fields populated ({ratio:.0%})"
                  + (f"; empty: {', '.join(empty[:10])}." if empty else "."))
@@ -339,6 +383,14 @@ def normalize_url(url: str) -> str:
     return f"{host}{port}{path}{query}"
 
 
+def _normalized(url: str) -> str | None:
+    """normalize_url, or None for text that only looks like a URL (e.g. 'acme.io:99999')."""
+    try:
+        return normalize_url(url)
+    except ValueError:
+        return None
+
+
 def _strings(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
@@ -349,13 +401,21 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
+# A URL or bare domain inside text; \w spelled out as Unicode classes (RE2's \w is ASCII only).
+_URL_PATTERN = r"(?i)(?:https?://)?[\p{L}\p{N}\p{M}_.-]+\.[a-z]{2,}[^\s\"'<>)]*"
+
+
 def d5_url_preservation(data: Any, input_url: str | None) -> Check:
     name, desc = "url_preservation", "The input URL is preserved in the output"
     if not input_url:
         return Check(check_name=name, description=desc, passed=True, rationale="Skipped: no input_url was given.")
-    want = normalize_url(input_url)
-    found = [u for s in _strings(data) for u in re.findall(r"(?:https?://)?[\w.-]+\.[a-z]{2,}[^\s\"'<>)]*", s, re.I)
-             if normalize_url(u) == want]
+    try:
+        want = normalize_url(input_url)
+    except ValueError as exc:  # urllib: a port out of range, an unclosed IPv6 bracket
+        raise InputError(f"input_url {input_url[:200]!r} is not a URL ({exc}); give one such as "
+                         "\"https://acme.io\"") from None
+    urls = _re2(_URL_PATTERN)  # linear: Python's re backtracked quadratically over a long run of word characters
+    found = [u for s in _strings(data) for u in urls.findall(s) if _normalized(u) == want]
     return Check(check_name=name, description=desc, passed=bool(found),
                  rationale=(f"The output contains {found[0]!r}, which normalises to {want!r}." if found else
                             f"No URL in the output normalises to {want!r}."),
@@ -697,17 +757,20 @@ async def evaluate_analysis(
     await progress(0, steps, f"{len(deterministic_checks)} deterministic check(s), then {len(categories)} "
                              "model-judged categor(ies)")
     for key in deterministic_checks:
+        # Each check runs off the event loop: they are linear, but a large analysis still takes a while.
         if key == "D-1":
-            check = d1_json_validation(analysis)
+            check = await anyio.to_thread.run_sync(d1_json_validation, analysis)
             data = check.data
         elif key == "D-2":
             check = await anyio.to_thread.run_sync(d2_schema_compliance, data, schema or DEFAULT_SCHEMA)
         elif key == "D-3":
-            check = d3_format_compliance(data, insight_fields if insight_fields is not None else DEFAULT_INSIGHT_FIELDS)
+            check = await anyio.to_thread.run_sync(
+                d3_format_compliance, data, insight_fields if insight_fields is not None else DEFAULT_INSIGHT_FIELDS)
         elif key == "D-4":
-            check = d4_field_cardinality(data, cardinality if cardinality is not None else DEFAULT_CARDINALITY)
+            check = await anyio.to_thread.run_sync(
+                d4_field_cardinality, data, cardinality if cardinality is not None else DEFAULT_CARDINALITY)
         else:
-            check = d5_url_preservation(data, input_url)
+            check = await anyio.to_thread.run_sync(d5_url_preservation, data, input_url)
         checks.append(check)
         await progress(len(checks), steps, f"{key} {check.check_name} {'passed' if check.passed else 'failed'}")
         if not check.passed:

@@ -355,11 +355,27 @@ class FixerPatch(JudgeModel):
     ops: list[dict[str, Any]]
 
 
+_PATH_RUN = re.compile(r"[\w./-]+")
+
+
+def _python_paths(text: str) -> list[str]:
+    """What `([\\w./-]+\\.py)` finds, in linear time: in each run of path characters, everything up to its last
+    '.py' (that regex backtracked quadratically over a long run with no '.py' in a caller's diagnostics)."""
+    found = []
+    for m in _PATH_RUN.finditer(text):
+        run = m.group()
+        end = run.rfind(".py")
+        if end >= 1:
+            found.append(run[:end + 3])
+    return found
+
+
 def relevant_files(sandbox: Path, diagnostics: str, fix_plan: Sequence[dict[str, Any]], budget: int = 60_000) -> str:
     """The text of the files the diagnostics and fix plan name (bounded), else the Python files."""
     named = {p["file"] for p in fix_plan if p.get("file")}
-    named |= set(re.findall(r"([\w./-]+\.py)", diagnostics))
-    paths = [sandbox / n for n in sorted(named) if (sandbox / n).is_file()] or sorted(sandbox.rglob("*.py"))
+    named |= set(_python_paths(diagnostics))
+    inside = [n for n in sorted(named) if isinstance(n, str) and not Path(n).is_absolute() and ".." not in Path(n).parts]
+    paths = [sandbox / n for n in inside if (sandbox / n).is_file()] or sorted(sandbox.rglob("*.py"))
     out, used = [], 0
     for path in paths:
         rel = path.relative_to(sandbox).as_posix()

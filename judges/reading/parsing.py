@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
+import anyio.to_thread
 from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel, to_pascal
 
@@ -87,12 +88,19 @@ def json_candidates(text: str) -> list[Any]:
     if found:
         return found
     decoder = json.JSONDecoder(strict=False)  # raw newlines inside strings, as small models write them
+    # Every '{' is a possible start, and each try reads on from it: a reply of thousands of unclosed braces
+    # (which a caller's own sampling model can send) made this quadratic. The characters the tries read
+    # are counted; past a few times the reply's length, what was found so far is the answer.
+    budget = 4 * len(text) + 100_000
     pos = text.find("{")
-    while pos != -1:
+    while pos != -1 and budget > 0:
         try:
             value, end = decoder.raw_decode(text, pos)
-        except (ValueError, RecursionError):
+            budget -= end - pos
+        except (ValueError, RecursionError) as exc:
+            budget -= (exc.pos - pos) if isinstance(exc, json.JSONDecodeError) else len(text) - pos
             close = _matching_brace(text, pos)
+            budget -= ((close or len(text)) - pos)
             value, end = (_near_json(text[pos : close + 1]) if close else None), ((close + 1) if close else pos + 1)
         if isinstance(value, dict):
             found.append(value)
@@ -118,15 +126,20 @@ def _near_json(span: str) -> Any:
     return value if isinstance(value, dict) else None
 
 
+_BRACE_SIGNIFICANT = re.compile(r'[{}"\\]')
+
+
 def _matching_brace(text: str, start: int) -> int | None:
-    depth, in_str, esc = 0, False, False
-    for i in range(start, min(len(text), start + 200_000)):
-        ch = text[i]
+    """The index of the '}' closing the '{' at `start` (braces inside strings not counted), within 200,000
+    characters; None when there is none."""
+    depth, in_str, skip_to = 0, False, -1
+    for m in _BRACE_SIGNIFICANT.finditer(text, start, min(len(text), start + 200_000)):
+        i, ch = m.start(), m.group()
+        if i < skip_to:
+            continue  # the character after a backslash
         if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
+            if ch == "\\":
+                skip_to = i + 2
             elif ch == '"':
                 in_str = False
         elif ch == '"':
@@ -262,8 +275,9 @@ async def run_judge(
             return fail(
                 "truncated", f"the reply was cut at max_tokens ({request.max_tokens}); raise the limit or shorten the input"
             )
-        try:
-            outcome.value, read_as = read_reply(reply.text, output, parse=parse, conventions=conventions, check=check)
+        try:  # off the event loop: a long reply (which a caller's own sampling model can send) takes a while to read
+            outcome.value, read_as = await anyio.to_thread.run_sync(functools.partial(
+                read_reply, reply.text, output, parse=parse, conventions=conventions, check=check))
         except ValueError as exc:
             error = _describe(exc) if isinstance(exc, ValidationError) else str(exc)
             kind = _kind(exc)

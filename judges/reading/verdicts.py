@@ -66,10 +66,20 @@ _RATING_LABEL = (r"(?:overall\s+|final\s+)?(?:rating|score|grade|note|bewertung|
 _MAX_CHARS = 400_000
 
 
+_SPACE_RUN = re.compile(r"\s+")
+
+
+def _one_space(m: re.Match[str]) -> str:
+    return "\n" if "\n" in m.group() else " "
+
+
 def strip_code(text: str) -> str:
-    """The reply without fenced or inline code, where quoted programs and examples live."""
+    """The reply without fenced or inline code, where quoted programs and examples live, each run of
+    white space as one space (or one line break). The conventions' patterns put several `\\s*` side by
+    side: over a long run of spaces (a reply a caller's own sampling model can send) they backtracked
+    for seconds, quadratically or worse."""
     text = text[:_MAX_CHARS]
-    return _INLINE_CODE.sub(" ", _CODE_FENCE.sub("\n", text))
+    return _SPACE_RUN.sub(_one_space, _INLINE_CODE.sub(" ", _CODE_FENCE.sub("\n", text)))
 
 
 def _lines(text: str) -> list[str]:

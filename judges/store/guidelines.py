@@ -37,6 +37,7 @@ from rag.warmup import Warmup
 from rag.worker import ParsePool
 
 log = logging.getLogger(__name__)
+MAX_QUERY_CHARS = 10_000  # of a search query; search_guidelines refuses longer ones, other callers are cut
 
 Status = Literal["pending", "processed", "failed"]
 
@@ -453,6 +454,9 @@ class Guidelines:
         agent = await self.db.run(self.agents.get, org, agent_id)
         if not query.strip():
             raise InputError("query must not be empty")
+        # The embedding reads the first 256 tokens; BM25 would tokenise and score every word of a
+        # 200,000-character text (an answer or brief used as the query): only its beginning is searched.
+        query = query[:MAX_QUERY_CHARS]
         k = top_k if top_k is not None else agent.rag_config.top_k
         if not 1 <= k <= TOP_K_MAX:
             raise InputError(f"top_k must be between 1 and {TOP_K_MAX} (got {k})")

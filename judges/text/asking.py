@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import anyio.to_thread
 from pydantic import BaseModel
 
 import prompts
@@ -18,7 +20,8 @@ async def ask(client: ModelClient, prompt_id: str, output: type[T], *, conventio
               check: Check[T] | None = None, parse: Callable[[str], T] | None = None, max_tokens: int = 1024,
               **variables: Any) -> Judged[T]:
     """Render `prompt_id` with `variables` (a missing one fails before any call) and read the reply."""
-    text = prompts.render(prompt_id, **variables)
+    # Off the event loop: a prompt of thousands of steps, claims or contexts takes a while to render.
+    text = await anyio.to_thread.run_sync(functools.partial(prompts.render, prompt_id, **variables))
     # A JSON reply is asked for as structured output where the backend can (the prompt also spells it out).
     schema = json_schema(output) if parse is None and conventions is None else None
     request = ModelRequest(messages=[Message.user(text)], temperature=0.0, max_tokens=max_tokens,

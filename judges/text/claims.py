@@ -16,14 +16,23 @@ _BULLET = re.compile(r"^\s*(?:[-*•·]|\d+[.)]|[a-z][.)])\s+", re.I)
 _CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
 
 
+_WORD_BEFORE = re.compile(r"[\w.]+$")
+_LOOKBEHIND = 16  # longer than any abbreviation: a longer word cannot be one, nor an initial
+
+
 def _ends_sentence(text: str, dot: int) -> bool:
-    """Whether the mark at `dot` ends a sentence (not an abbreviation, an initial or a decimal)."""
+    """Whether the mark at `dot` ends a sentence (not an abbreviation, an initial or a decimal).
+
+    Only the few characters before the mark are looked at, so splitting a long answer stays linear."""
     if text[dot] != ".":
         return True
-    word = re.search(r"([\w.]+)$", text[:dot])
+    start = max(0, dot - _LOOKBEHIND)
+    word = _WORD_BEFORE.search(text, start, dot)
     if word is None:
         return True
-    token = word.group(1).lower()
+    if word.start() == start and start > 0 and _WORD_BEFORE.match(text[start - 1]):
+        return True  # the word runs on before the window: too long to be an abbreviation or an initial
+    token = word.group(0).lower()
     if token in _ABBREVIATIONS or token.rstrip(".") in _ABBREVIATIONS:
         return False
     return not (len(token) == 1 and token.isalpha() and text[dot - 1].isupper())  # an initial: "J. Smith"

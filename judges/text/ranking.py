@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal
 
 import anyio
+import anyio.to_thread
 from pydantic import BaseModel, Field
 
 from judges.errors import InputError
@@ -204,7 +205,7 @@ async def rank_texts(client: ModelClient, *, instruction: str, candidates: Seque
 
     if method == "round_robin":
         games = await play_all(round_robin_pairs(n), None)
-        ranked = _round_robin_ranking(n, games)
+        ranked = await anyio.to_thread.run_sync(_round_robin_ranking, n, games)  # Bradley–Terry: n² per round
     else:
         games, ranked = await _tournament(n, play_all)
     usage = sum((g.usage for g in games), Usage())

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import anyio.to_thread
 from pydantic import BaseModel, Field
 
 from judges.errors import InputError
@@ -104,7 +105,8 @@ def check_trajectory(steps: Sequence[Step], expected_tools: Sequence[str] | None
     checks.append(CheckResult(name="no_repeated_calls", passed=not repeated,
                               detail="no call repeats an earlier one exactly" if not repeated
                               else f"steps {', '.join(map(str, repeated))} repeat an earlier call exactly"))
-    failed = [FailedCall(step=i, tool=s.tool, retried=any(t.tool == s.tool for t in steps[i:]))
+    last_call = {s.tool: i for i, s in enumerate(steps, 1)}  # one pass: "called again later" is a lookup
+    failed = [FailedCall(step=i, tool=s.tool, retried=last_call[s.tool] > i)
               for i, s in enumerate(steps, 1) if looks_failed(s.result)]
     not_retried = [f.step for f in failed if not f.retried]
     checks.append(CheckResult(name="failures_retried", passed=not not_retried,
@@ -176,11 +178,13 @@ async def evaluate_trajectory(client: ModelClient, *, goal: str, steps: Sequence
     if not steps:
         raise InputError("steps: give at least one step, e.g. [{\"tool\": \"search\", \"arguments\": {\"q\": \"x\"}, "
                          "\"result\": \"...\"}]")
-    facts = check_trajectory(steps, expected_tools)
+    # Off the event loop: linear, but thousands of steps (each JSON-encoded twice) take a while.
+    facts, shown = await anyio.to_thread.run_sync(lambda: (check_trajectory(steps, expected_tools),
+                                                           [_shown(s) for s in steps]))
     await progress(0, 1, f"{len(facts.checks)} deterministic checks done; 1 model call planned")
     judged = await ask(client, "text/trajectory@v1", TrajectoryReading,
                        check=_check_reading(len(steps)), max_tokens=2048, goal=goal,
-                       steps=[_shown(s) for s in steps], findings=_findings(facts))
+                       steps=shown, findings=_findings(facts))
     await progress(1, 1, "trajectory judged")
     judgement = TrajectoryJudgement(read_as=judged.read_as, failure=judged.failure)
     if judged.value is not None:
