@@ -52,6 +52,15 @@ async def error_of(client: Any, tool: str, **args: Any) -> str:
     return result.content[0].text  # type: ignore[no-any-return]
 
 
+async def outcome(client: Any, tool: str, **args: Any) -> dict[str, Any]:
+    """The structured content of a call that ran: a result, or (when it produced nothing usable) the isError
+    result that keeps every detail. For tests that look at the failures themselves."""
+    result = await client.call_tool(tool, args)
+    assert result.structured_content is not None, result.content[0].text
+    assert not result.is_error or result.content[0].text.startswith("No usable result: "), result.content[0].text
+    return result.structured_content  # type: ignore[no-any-return]
+
+
 async def no_result(client: Any, tool: str, **args: Any) -> tuple[str, dict[str, Any]]:
     """A call that produced nothing usable: an isError result whose first text says why and whose structured
     content keeps every detail. Returns (that text, the structured content)."""

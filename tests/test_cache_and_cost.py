@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.fake_model_server import FakeModelServer, Scripted
-from tests.mcp_helpers import JUDGE_MCP, call, error_of, free_port, server_env, wait_for_port
+from tests.mcp_helpers import JUDGE_MCP, call, error_of, free_port, outcome, server_env, wait_for_port
 from tests.test_long_work import image_verdict, png_b64
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.usefixtures("on_engine")]  # on both engines
@@ -56,7 +56,7 @@ def fake(fake_server: FakeModelServer) -> FakeModelServer:
 
 
 async def evaluate(client: Any, **extra: Any) -> dict[str, Any]:
-    return await call(client, "evaluate_image", brief="a red square", images=[png_b64()], **extra)
+    return await outcome(client, "evaluate_image", brief="a red square", images=[png_b64()], **extra)
 
 
 async def with_agent(client: Any) -> None:

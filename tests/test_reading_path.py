@@ -15,7 +15,7 @@ from server.app import create_server
 from server.settings import Settings
 from tests.conftest import make_settings
 from tests.fake_model_server import FakeModelServer, Recorded, Scripted
-from tests.mcp_helpers import call, error_of
+from tests.mcp_helpers import call, error_of, outcome
 from tests.test_analysis import GOOD, category_reply
 from tests.test_image_tools import png, verdict
 
@@ -36,7 +36,7 @@ async def judge(c: Any, name: str = "alpha", **extra: Any) -> str:
 
 async def evaluate(c: Any) -> dict[str, Any]:
     """Each call asks the model (cache: false): these tests follow the requests a repeated call sends."""
-    return await call(c, "evaluate_image", brief="a red square", images=[IMAGE], cache=False)
+    return await outcome(c, "evaluate_image", brief="a red square", images=[IMAGE], cache=False)
 
 
 # --- declared scales -----------------------------------------------------------------------
@@ -100,13 +100,13 @@ async def test_update_agent_changes_the_scale(c: Any) -> None:
 
 async def test_viescore_checks_its_0_to_10_scale(c: Any, fake_server: FakeModelServer) -> None:
     fake_server.respond_with(lambda rec: Scripted(text='{"score": 12, "reasoning": "great"}'))
-    result = await call(c, "pairwise_compare", instruction="make it red", candidates=[IMAGE], method="viescore")
+    result = await outcome(c, "pairwise_compare", instruction="make it red", candidates=[IMAGE], method="viescore")
     assert result["value"] == "Failed" and result["failures"][0]["kind"] == "out_of_range"
 
 
 async def test_viescore_reads_a_rating_convention_for_the_scalar_prompt(c: Any, fake_server: FakeModelServer) -> None:
     fake_server.respond_with(lambda rec: Scripted(text="The edit follows the instruction.\nScore: 8/10"))
-    result = await call(c, "pairwise_compare", instruction="make it red", candidates=[IMAGE], method="viescore")
+    result = await outcome(c, "pairwise_compare", instruction="make it red", candidates=[IMAGE], method="viescore")
     assert (result["value"], result["read_as"]) == (8, ["convention:labelled"])
 
 
@@ -118,21 +118,21 @@ async def test_arena_hard_verdict_gives_winner_and_margin_in_both_orders(c: Any,
         return Scripted(text="My final verdict is: " + ("[[A>>B]]" if first_is_red else "[[B>>A]]"))
 
     fake_server.respond_with(answer)
-    result = await call(c, "pairwise_compare", instruction="say red", candidates=["red", "blue"], candidate_type="text")
+    result = await outcome(c, "pairwise_compare", instruction="say red", candidates=["red", "blue"], candidate_type="text")
     assert (result["value"], result["consistent"], result["margin"]) == ("Response A", True, "strong")
     assert result["read_as"] == ["convention:arena_hard", "convention:arena_hard"]
 
 
 async def test_neither_is_a_failure_never_a_tie(c: Any, fake_server: FakeModelServer) -> None:
     fake_server.respond_with(lambda rec: Scripted(text='{"winner": "neither"}'))
-    result = await call(c, "pairwise_compare", instruction="x", candidates=["a", "b"], candidate_type="text", swap=False)
+    result = await outcome(c, "pairwise_compare", instruction="x", candidates=["a", "b"], candidate_type="text", swap=False)
     assert result["value"] == "Failed" and result["failures"][0]["kind"] == "refusal"
     assert len(fake_server.requests) == 1
 
 
 async def test_two_different_pair_verdicts_are_ambiguous(c: Any, fake_server: FakeModelServer) -> None:
     fake_server.respond_with(lambda rec: Scripted(text="On style [[A]]; on facts [[B]]."))
-    result = await call(c, "pairwise_compare", instruction="x", candidates=["a", "b"], candidate_type="text", swap=False)
+    result = await outcome(c, "pairwise_compare", instruction="x", candidates=["a", "b"], candidate_type="text", swap=False)
     assert result["value"] == "Failed" and result["failures"][0]["kind"] == "ambiguous"
 
 
@@ -140,7 +140,7 @@ async def test_two_different_pair_verdicts_are_ambiguous(c: Any, fake_server: Fa
 
 async def test_a_rejected_key_is_one_request_and_a_typed_backend_error(c: Any, fake_server: FakeModelServer) -> None:
     fake_server.respond_with(lambda rec: Scripted(status=401, text="Incorrect API key provided"))
-    result = await call(c, "pairwise_compare", instruction="x", candidates=["a", "b"], candidate_type="text")
+    result = await outcome(c, "pairwise_compare", instruction="x", candidates=["a", "b"], candidate_type="text")
     assert len(fake_server.requests) == 1
     assert result["value"] == "Failed" and {f["kind"] for f in result["failures"]} == {"backend_error"}
     assert all(f"the API key was rejected by {fake_server.openai_url}" in f["message"] for f in result["failures"])
@@ -216,9 +216,9 @@ async def test_evaluate_analysis_counts_repairs_and_retries_in_model_calls(tmp_p
 
 async def test_viescore_takes_a_declared_scale_per_call(c: Any, fake_server: FakeModelServer) -> None:
     fake_server.respond_with(lambda rec: Scripted(text='{"score": 4, "reasoning": "fine"}'))
-    narrow = await call(c, "pairwise_compare", instruction="x", candidates=[IMAGE], method="viescore",
+    narrow = await outcome(c, "pairwise_compare", instruction="x", candidates=[IMAGE], method="viescore",
                         score_scale={"min": 1, "max": 5})
-    off = await call(c, "pairwise_compare", instruction="x", candidates=[IMAGE], method="viescore",
+    off = await outcome(c, "pairwise_compare", instruction="x", candidates=[IMAGE], method="viescore",
                      score_scale={"min": 0, "max": 3})
     assert (narrow["value"], narrow["meta"]["scale"]) == (4, [1, 5])
     assert off["value"] == "Failed" and off["failures"][0]["kind"] == "out_of_range"
