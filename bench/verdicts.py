@@ -85,7 +85,7 @@ async def _call(client: Any, tool: str, args: dict[str, Any]) -> dict[str, Any]:
     if tool != "create_agent":  # every source numbers its records from 0: the same ask must be asked again
         args = {**args, "cache": False}
     result = await client.call_tool(tool, args)
-    if result.is_error:
+    if result.is_error and result.structured_content is None:  # a verdict that failed is an error with its details
         raise RuntimeError(f"{tool} failed: {result.content[0].text}")
     return result.structured_content  # type: ignore[no-any-return]
 
@@ -189,7 +189,7 @@ async def replay_corpus(sources: Sources, fake: Any, home: Path) -> list[Outcome
     from server.app import create_server
     from server.settings import Settings
 
-    settings = Settings(home=home, allowed_roots=[home], model="openai:replayed-judge", openai_api_key="sk-replay",
+    settings = Settings(home=home, model="openai:replayed-judge", openai_api_key="sk-replay",
                         openai_base_url=fake.openai_url, warm_embeddings=False, log_level="WARNING",
                         max_retries=0, concurrency=4)
     async with Client(create_server(settings)) as client:

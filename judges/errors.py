@@ -7,6 +7,10 @@ once, to MCP tool errors.
 
 from __future__ import annotations
 
+import json
+import re
+import threading
+import urllib.parse
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -38,6 +42,14 @@ class JudgeFailure:
     hint: str | None = None
     raw: str = ""
 
+    def __post_init__(self) -> None:
+        # Every failure a caller reads is this shape (raised or per item): no secret survives into it.
+        object.__setattr__(self, "message", SECRETS.scrub(self.message))
+        if self.hint:
+            object.__setattr__(self, "hint", SECRETS.scrub(self.hint))
+        if self.raw:
+            object.__setattr__(self, "raw", SECRETS.scrub(self.raw, generic=False))
+
     @property
     def raw_text(self) -> str:  # the name judges used before the one shape
         return self.raw
@@ -54,7 +66,7 @@ class JudgeError(Exception):
 
     def __init__(self, message: str = "", *, kind: FailureKind | None = None, hint: str | None = None,
                  raw: str = ""):
-        super().__init__(message)
+        super().__init__(SECRETS.scrub(message))  # str(exc) is read too (logs, wrapped messages)
         self.failure = JudgeFailure(kind or self.default_kind, message, hint, raw)
 
     @property
@@ -112,3 +124,56 @@ class BudgetError(JudgeError, RuntimeError):
     """The organization's daily budget is spent: calls that would ask a model are refused until the next day."""
 
     default_kind: ClassVar[FailureKind] = "budget_exceeded"
+
+
+# --- secrets never reach a caller or a log --------------------------------------------------------
+
+# Credentials of any kind in text from elsewhere (an upstream error body, an exception): a URL's user
+# info, a bearer token, key-shaped words (OpenAI/Anthropic `sk-...`, our stored tokens `jm_...`), and
+# key-like query parameters.
+_GENERIC = (
+    (re.compile(r"(?<=://)[^/@\s'\"]+@"), "[redacted]@"),
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 [redacted]"),
+    (re.compile(r"\b(?:sk|jm)[-_][A-Za-z0-9_-]{16,}"), "[redacted]"),
+    (re.compile(r"(?i)([?&](?:api[-_]?key|key|token|access_token|password|secret)=)[^&\s'\"]+"), r"\1[redacted]"),
+)
+
+
+class Secrets:
+    """The process's secrets (API keys, bearer tokens, passwords in URLs), registered from the settings at
+    start; `scrub` replaces each of them (and credential-shaped text in general) in a message before a caller
+    or a log reads it. One instance, `SECRETS`: JudgeFailure scrubs itself, server/errors.py scrubs every tool
+    error, the log's formatter every line."""
+
+    MASK = "[redacted]"
+    MIN_LENGTH = 6  # shorter values would mask ordinary words
+
+    def __init__(self) -> None:
+        self._values: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
+        self._lock = threading.Lock()
+
+    def add(self, *values: str | None) -> None:
+        """Register secrets (None and short values are ignored); each is also matched URL- and JSON-escaped."""
+        with self._lock:
+            for value in values:
+                if not value or len(value) < self.MIN_LENGTH:
+                    continue
+                self._values.update({value, urllib.parse.quote(value, safe=""), json.dumps(value)[1:-1]})
+            ordered = sorted(self._values, key=len, reverse=True)  # a secret containing another wins
+            self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+    def scrub(self, text: str, *, generic: bool = True) -> str:
+        """`text` with every registered secret (and, with `generic`, credential-shaped text) masked."""
+        if not text:
+            return text
+        pattern = self._pattern
+        if pattern is not None:
+            text = pattern.sub(self.MASK, text)
+        if generic:
+            for found, mask in _GENERIC:
+                text = found.sub(mask, text)
+        return text
+
+
+SECRETS = Secrets()

@@ -64,9 +64,14 @@ def fence(text: Any, tag: str) -> str:
 
 
 def _environment() -> jinja2.Environment:
+    """Every template renders sandboxed, shipped or not: `ImmutableSandboxedEnvironment` refuses internals
+    (`__class__`, `__globals__`, ...) and mutating methods, so a template (an operator's custom category, or an
+    asset in an install a caller can write to) can shape text but never run Python in the server. Caller text
+    only ever enters as a variable's value: data, never parsed as a template."""
     import jinja2
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    env = jinja2.Environment(
+    env = ImmutableSandboxedEnvironment(
         loader=jinja2.FunctionLoader(_source),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -129,7 +134,7 @@ class PromptTemplate:
 
         try:
             return template.render(**variables).strip()
-        except jinja2.UndefinedError as exc:
+        except jinja2.TemplateError as exc:  # a missing variable, or the sandbox refusing an unsafe access
             raise PromptError(f"prompt {self.id}: {exc}") from exc
 
 
@@ -163,8 +168,9 @@ def compile_all() -> None:
 
 
 def from_text(source: str, name: str) -> PromptTemplate:
-    """A caller's own template text (e.g. a custom analysis category), compiled and rendered exactly as
-    the shipped assets are: the same environment, StrictUndefined, `fence`, missing variables refused."""
+    """An operator's own template text (a custom analysis category, read once at start from a directory no
+    caller can write), compiled and rendered exactly as the shipped assets are: the same sandboxed environment,
+    StrictUndefined, `fence`, missing variables refused. Never call it with a caller's text."""
     variables = _variables(source)
     return PromptTemplate(id=name, description=name, variables=variables, template=_env().from_string(source), meta={})
 

@@ -105,6 +105,7 @@ class OnnxInt8Embedder(_Lazy):
 
     def __init__(self, cache_dir: Path, batch_size: int = 32, threads: int | None = None):
         super().__init__()
+        self.exporting = False  # the one-time export runs now (callers waiting for the model say so)
         self.cache_dir = cache_dir
         self.batch_size = batch_size
         self.threads = threads or min(4, os.cpu_count() or 1)
@@ -120,12 +121,21 @@ class OnnxInt8Embedder(_Lazy):
     def _export(self, target: Path) -> bool:
         """Export the model to `target` unless another process did while this one waited for the export lock
         (two servers starting on one fresh home); True when this process exported it."""
-        with export_lock(target), quiet_export():
-            if target.exists():
-                return False
-            log.info("exporting the packaged MiniLM to int8 ONNX (once) into %s", target)
-            self._export_model(target)
-            return True
+        import time
+
+        self.exporting = True
+        try:
+            with export_lock(target), quiet_export():
+                if target.exists():
+                    return False
+                log.info("exporting the packaged MiniLM to int8 ONNX (once) into %s: the first start with this "
+                         "model cache, ~15-40 s; uploads and searches wait for it", target)
+                started = time.perf_counter()
+                self._export_model(target)
+                log.info("embedding model exported in %.1f s", time.perf_counter() - started)
+                return True
+        finally:
+            self.exporting = False
 
     def _export_model(self, target: Path) -> None:
         import onnx

@@ -118,11 +118,48 @@ def _docx(data: bytes, limits: Limits) -> ParsedDocument:
         )
     if total / max(1, len(data)) > limits.max_docx_ratio:
         raise DocumentError(f"the DOCX unpacks {total / len(data):.0f}× its size, more than allowed (zip bomb?)")
-    import mammoth
+    from mammoth import docx
 
     try:
         # Raw text only: no images are converted and no external file or link is followed.
-        result = mammoth.extract_raw_text(io.BytesIO(data))
+        document = docx.read(io.BytesIO(data)).value
     except Exception as exc:  # mammoth raises many kinds on damaged files
         raise DocumentError(f"the DOCX could not be read: {exc}") from None
-    return ParsedDocument(mime_type=DOCX, text=result.value.strip("\n"))
+    return ParsedDocument(mime_type=DOCX, text=docx_text(document))
+
+
+def docx_text(document: object) -> str:
+    """A mammoth document's raw text (as `mammoth.extract_raw_text` gives it), then its footnotes and endnotes
+    (which that drops), each section in the order the text refers to them: `Footnotes:` then `[1] text`."""
+    from mammoth import documents
+    from mammoth.raw_text import extract_raw_text_from_element
+
+    notes: dict[str, list[str]] = {"footnote": [], "endnote": []}
+    seen: set[tuple[str, str]] = set()
+
+    def collect(element: object) -> None:
+        # Iterative: a deeply nested document must not exhaust the stack here.
+        stack = [element]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, documents.NoteReference):
+                key = (node.note_type, node.note_id)
+                if key in seen or node.note_type not in notes:
+                    continue
+                seen.add(key)
+                try:
+                    note = document.notes.resolve(node)  # type: ignore[attr-defined]
+                except KeyError:  # a reference to a note the file lacks
+                    continue
+                body = "".join(extract_raw_text_from_element(p) for p in note.body).strip()
+                if body:
+                    notes[node.note_type].append(body)
+            stack.extend(reversed(getattr(node, "children", None) or []))
+
+    collect(document)
+    text = extract_raw_text_from_element(document).strip("\n")
+    for kind, found in notes.items():
+        if found:
+            listed = "\n\n".join(f"[{i}] {body}" for i, body in enumerate(found, 1))
+            text += f"\n\n{kind.capitalize()}s:\n\n{listed}"
+    return text.strip("\n")

@@ -375,6 +375,35 @@ class GuidelineStore:
         with self._use():
             pass
 
+    @_store_errors
+    def preload(self, agent_ids: Sequence[str], budget_s: float = 3.0) -> int:
+        """Load these agents' search state (collection, vectors, BM25 index), in this order, while it fits the
+        memory budget and `budget_s`: what the first search of each after a start would pay (~0.1-0.5 s).
+        Returns how many were loaded."""
+        import time
+
+        deadline = time.monotonic() + budget_s
+        loaded = 0
+        if self._generations is None:
+            return 0
+        for agent_id in agent_ids:
+            if time.monotonic() > deadline:
+                break
+            with self._use() as client:
+                coll = self._collection(client, agent_id, create=False, check=False)
+                if coll is None:
+                    continue
+                matrix = self._load_matrix(agent_id, coll, self._generations.generation(f"agent:{agent_id}"))
+            if matrix is None:  # past the budget: searched through Chroma's index
+                break
+            if self.mode != "dense":
+                self._lexical(agent_id, matrix)
+            loaded += 1
+            with self._matrix_lock:
+                if sum(len(m.ids) for m in self._matrices.values()) >= self.CACHE_VECTORS:
+                    break
+        return loaded
+
     def warm(self, delay_s: float = 0.0) -> threading.Thread:
         """Open the store in the background (~2 s otherwise paid by the first upload)."""
         return warm_in_background("guideline store", self.open, delay_s)

@@ -52,13 +52,24 @@ class Warmup:
         self._started = False
         self._lock = threading.Lock()
         self.failures: dict[str, str] = {}
+        self.step: tuple[int, str] | None = None  # (index, name) of the step running now
+        self._passed = {name: threading.Event() for name, _ in self._steps}  # each set once its step has run
+
+    @property
+    def total(self) -> int:
+        return len(self._steps)
+
+    @property
+    def names(self) -> list[str]:
+        return [name for name, _ in self._steps]
 
     def _run(self, delay_s: float) -> None:
         if delay_s:
             time.sleep(delay_s)
         begun = time.perf_counter()
         try:
-            for name, step in self._steps:
+            for index, (name, step) in enumerate(self._steps):
+                self.step = (index, name)
                 started = time.perf_counter()
                 try:
                     with HEAVY:
@@ -68,7 +79,11 @@ class Warmup:
                     log.warning("warm-up step %r failed: %s", name, exc)
                 else:
                     log.debug("warm-up step %r took %.2f s", name, time.perf_counter() - started)
+                self._passed[name].set()
         finally:
+            self.step = None
+            for passed in self._passed.values():
+                passed.set()
             self._done.set()
             log.info("warm-up done in %.1f s", time.perf_counter() - begun)
 
@@ -82,14 +97,20 @@ class Warmup:
         thread.start()
         return thread
 
-    def wait(self, timeout_s: float | None = None) -> bool:
-        """Block until the warm-up has run; run it in this thread when nobody started it. True when done."""
+    def wait(self, timeout_s: float | None = None, until: str | None = None) -> bool:
+        """Block until the warm-up has run (or, with `until`, that step and the ones before it); run it in this
+        thread when nobody started it. True when done."""
         with self._lock:
             run_here = not self._started
             self._started = True
         if run_here:
             self._run(0.0)
-        return self._done.wait(timeout_s)
+        passed = self._passed.get(until) if until is not None else None
+        return (passed or self._done).wait(timeout_s)
+
+    def passed(self, until: str | None = None) -> bool:
+        """Whether the warm-up has run (or, with `until`, that step and the ones before it)."""
+        return (self._passed.get(until) or self._done).is_set() if until is not None else self._done.is_set()
 
     @property
     def done(self) -> bool:

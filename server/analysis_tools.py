@@ -14,7 +14,7 @@ from judges.errors import InputError
 from judges.progress import Progress
 from judges.reading.samples import check_samples
 
-from .context import JuryModels, Samples, UseCache, app_of
+from .context import ExpectedScore, JuryModels, Samples, UseCache, app_of
 from .errors import tool_errors
 from .jobs import Background, or_job, run_or_background
 
@@ -40,9 +40,7 @@ def register(mcp: MCPServer) -> None:
         cache: UseCache = True,
         samples: Samples = 1,
         models: JuryModels = None,
-        expected_score: Annotated[bool, Field(description=(
-            "Also ask for the rating tokens' log-probabilities and report each category's probability-weighted "
-            "score (G-Eval) as expected_score, where the backend gives them (OpenAI-compatible)."))] = False,
+        expected_score: ExpectedScore = False,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(AnalysisResult)]:
         """D-1 json_validation, D-2 schema_compliance, D-3 format_compliance, D-4 field_cardinality and
@@ -70,7 +68,7 @@ def register(mcp: MCPServer) -> None:
                 lambda: app.model_for(ctx, cache=cache), analysis=analysis, input_url=input_url, user_context=user_context,
                 context_type=context_type, schema=schema, cardinality=bounds, insight_fields=insight_fields,
                 deterministic_checks=deterministic_checks, llm_judges=llm_judges,
-                custom_dir=app.settings.analysis_categories_dir, progress=progress, samples=samples, jury=jury,
+                custom=app.analysis_categories, progress=progress, samples=samples, jury=jury,
                 logprobs=expected_score,
             )
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -15,26 +15,29 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS
+from mcp.types import INVALID_PARAMS, INVALID_REQUEST
 from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
 import prompts
-from judges.errors import JudgeError
+from judges.errors import SECRETS, ConfigError, JudgeError
+from judges.inputs.caller_values import check_value, loads
 from judges.store.access import TokenStore
 
 from . import client_log, health, resources
-from .context import AppContext, open_app, organization_of
-from .errors import arguments_error, failure_of, log_call, tool_error
-from .roles import TOOL_ROLES, require_role
+from .context import AppContext, analysis_categories, open_app, organization_of
+from .errors import arguments_error, failure_of, log_call, tool_error, unknown_argument
+from .options import instructions
+from .roles import TOOL_ROLES, may_list, require_role, require_toolset
 from .settings import Settings
-from .startup import LazyPrompts, LazyResources, LazyTools, Listing, ListingCache
+from .startup import LazyPrompts, LazyResources, LazyTools, Listing, ListingCache, listed_input
 
 log = logging.getLogger("judge_mcp")
 
 INSTRUCTIONS = (
     "judge-mcp: a bench of judges. Create judge agents (create_agent, optionally from a template: "
-    "brand_compliance, composition, product_accuracy, technical_quality), then judge with them."
+    "brand_compliance, composition, product_accuracy, technical_quality), then judge with them. "
+    + instructions()
 )
 
 # The modules of server/ that register tools, in listing order. Each is imported at start only when the data
@@ -83,6 +86,12 @@ class JudgeServer(MCPServer[AppContext]):
         return manager
 
     async def list_tools(self) -> list[MCPTool]:
+        """The tools this caller may call: those of the enabled toolsets (JUDGE_MCP_TOOLSETS) its role allows."""
+        return [t for t in await self._all_tools() if may_list(t.name, self.toolsets)]
+
+    toolsets: list[str] | None = None  # JUDGE_MCP_TOOLSETS, set by create_server; None: all
+
+    async def _all_tools(self) -> list[MCPTool]:
         manager = self.lazy_tools
         listing = self.listing
         if manager.stale and listing is not None:
@@ -91,7 +100,7 @@ class JudgeServer(MCPServer[AppContext]):
                 self.listing_cache.drop()
         if listing is not None and [t.name for t in listing.tools] == manager.names:
             return listing.tools
-        tools = await super().list_tools()
+        tools = [t.model_copy(update={"input_schema": listed_input(t.input_schema)}) for t in await super().list_tools()]
         manager.stale = False
         modules = manager.modules()
         if modules is not None:  # every tool from a tool module (a test may add its own): cacheable
@@ -110,9 +119,9 @@ class JudgeServer(MCPServer[AppContext]):
         return super()._tool_input_schema(name)
 
     def load_tool_modules_later(self, delay_s: float) -> threading.Timer | None:
-        """Import the tool modules not loaded yet in the background after `delay_s` (after the host's
-        handshake, as the warm-up), so that a first call finds its module loaded."""
-        if not self.lazy_tools.unloaded:
+        """Import the tool modules not loaded yet, and build the tools, in the background after `delay_s` (after
+        the host's handshake, as the warm-up), so that a first call finds its tool ready."""
+        if not self.lazy_tools.unloaded and all(self.lazy_tools.ready(n) for n in self.lazy_tools.names):
             return None
         timer = threading.Timer(delay_s, self._load_tool_modules)
         timer.daemon = True
@@ -121,7 +130,9 @@ class JudgeServer(MCPServer[AppContext]):
 
     def _load_tool_modules(self) -> None:
         try:
-            self.lazy_tools.load_all()
+            # Imported and built (~0.1-0.2 s of pydantic work, in this background thread): a tool's first call
+            # after a start then costs what a later one does (issue 29: the first search after a restart).
+            self.lazy_tools.list_tools()
         except Exception:  # met again, and reported, by the first call of that module's tools
             log.exception("loading the tool modules failed")
 
@@ -132,7 +143,15 @@ class JudgeServer(MCPServer[AppContext]):
         if not self.lazy_tools.ready(name):
             # The tool's module imported and the tool built in a worker thread: the event loop keeps serving.
             await anyio.to_thread.run_sync(self.lazy_tools.get_tool, name)
-        await self.admit(name, context)
+        await self.admit(name, context, arguments)
+        tool = self._tool_manager.get_tool(name)
+        try:
+            require_toolset(name, self.toolsets)
+        except JudgeError as exc:
+            raise tool_error(failure_of(exc)) from exc
+        if tool is not None and (unknown := unknown_argument(tool.parameters, arguments or {})):
+            log_call(name, (), {}, 0.0, "invalid_input", None)
+            raise ToolError(f"Error executing tool {name}: {unknown}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -143,13 +162,17 @@ class JudgeServer(MCPServer[AppContext]):
                 from exc.__cause__
 
 
-    async def admit(self, name: str, context: Context[AppContext, Any] | None) -> None:
-        """Before any tool runs: the caller's role is enough for it (server/roles.py), and its organization is
-        within its calls per minute (JUDGE_MCP_RATE_LIMIT_PER_MINUTE, counted in the database)."""
+    async def admit(self, name: str, context: Context[AppContext, Any] | None,
+                    arguments: dict[str, Any] | None = None) -> None:
+        """Before any tool runs: the caller's role is enough for it (server/roles.py), its organization is
+        within its calls per minute (JUDGE_MCP_RATE_LIMIT_PER_MINUTE, counted in the database), and its arguments
+        hold no NUL byte and no JSON nested deeper than MAX_DEPTH (every tool, so no caller text reaches a store
+        or a recursion unchecked)."""
         if self._tool_manager.get_tool(name) is None:
             return  # the SDK says "unknown tool"
         try:
             require_role(name)
+            await check_arguments(arguments or {})
             app = self.app
             if app is not None and app.limiter is not None and context is not None:
                 organization = organization_of(context)
@@ -159,6 +182,61 @@ class JudgeServer(MCPServer[AppContext]):
             raise tool_error(failure_of(exc)) from exc
 
 
+# The requests counted by the rate limit besides tool calls (JudgeServer.admit counts those, as a tool error).
+RATED_METHODS = frozenset({"resources/read", "prompts/get", "tools/list", "resources/list", "resources/templates/list",
+                           "prompts/list", "completion/complete"})
+
+
+class RequestMiddleware:
+    """Around every MCP request: the organization it runs for (fairshare.ORGANIZATION: the model pool serves
+    organizations in turn, and the background jobs a call starts inherit it); the rate limit for the methods
+    other than tools/call (resource reads, prompts, lists), refused as a JSON-RPC error saying when to retry;
+    and no secret in an error message (judges/errors.py SECRETS)."""
+
+    def __init__(self, server: JudgeServer):
+        self.server = server
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        from types import SimpleNamespace
+
+        from judges.models.fairshare import ORGANIZATION
+
+        try:
+            organization: str | None = organization_of(SimpleNamespace(request_context=ctx))
+        except Exception:  # no lifespan yet (initialize before the app is up)
+            organization = None
+        token = ORGANIZATION.set(organization) if organization is not None else None
+        try:
+            app = self.server.app
+            if ctx.method in RATED_METHODS and app is not None and app.limiter is not None and organization:
+                try:
+                    await app.store(app.limiter.take, organization)
+                except JudgeError as exc:
+                    log_call(ctx.method.replace("/", "_"), (), {}, 0.0, failure_of(exc).kind, None)
+                    raise MCPError(INVALID_REQUEST, str(tool_error(failure_of(exc)))) from exc
+            return await call_next(ctx)
+        except MCPError as exc:
+            message = SECRETS.scrub(exc.message)
+            if message == exc.message:
+                raise
+            raise MCPError(exc.code, message, exc.data) from exc
+        finally:
+            if token is not None:
+                ORGANIZATION.reset(token)
+
+
+async def check_arguments(arguments: dict[str, Any]) -> None:
+    """No NUL byte and no nesting deeper than MAX_DEPTH in any argument: checked here on the event loop while it is
+    quick (a usual call's arguments), and in a worker thread when they are large, so a megabyte of JSON costs the
+    loop no more than a small call."""
+    if not all(check_value(value, argument, budget=2000) for argument, value in arguments.items()):
+        def whole() -> None:
+            for argument, value in arguments.items():
+                check_value(value, argument)
+
+        await anyio.to_thread.run_sync(whole)
+
+
 def prompt_argument(template: prompts.PromptTemplate, name: str, value: Any) -> Any:
     """An MCP prompt argument (always text) as the template uses it: JSON where the asset declares a JSON
     argument (`{# arg_<name>: JSON ... #}`), the text itself otherwise."""
@@ -166,7 +244,9 @@ def prompt_argument(template: prompts.PromptTemplate, name: str, value: Any) -> 
     if not declared.startswith("JSON") or not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
+        return loads(value, f"argument {name} of prompt {template.id}")
+    except JudgeError as exc:
+        raise prompts.PromptError(str(exc)) from None
     except ValueError:
         raise prompts.PromptError(f"argument {name} of prompt {template.id} must be {declared}") from None
 
@@ -211,14 +291,27 @@ def _register_tools(mcp: JudgeServer, name: str, settings: Settings) -> None:
 
 
 def create_server(settings: Settings, *, http_auth: bool = False, base_url: str | None = None,
-                  client_roots: bool = True) -> MCPServer[AppContext]:
+                  client_roots: bool = True, roots_owner: str | None = None) -> MCPServer[AppContext]:
     """The judge-mcp server; with http_auth, bearer tokens from settings decide the organization.
     client_roots: without JUDGE_MCP_ALLOWED_ROOTS, paths may lie in the client's MCP roots (stdio only:
-    an HTTP client's roots name its own machine, not this one)."""
+    an HTTP client's roots name its own machine, not this one). roots_owner: with http_auth, the one
+    organization JUDGE_MCP_ALLOWED_ROOTS serves (server/roots.py); None: no organization has them."""
+
+    try:
+        categories = analysis_categories(settings)  # refused here, at start, not at the first call
+    except ConfigError as exc:
+        raise SystemExit(f"judge-mcp: {exc}") from None
+    assets = Path(prompts.__file__).resolve().parent
+    for root in settings.allowed_roots:  # e.g. an editable install served with its own checkout as a root
+        if assets.is_relative_to(root):
+            log.warning("the prompt assets (%s) lie inside the allowed root %s: a caller can edit the judges' prompts "
+                        "(they render sandboxed, so never run code); serve an installed copy, or narrow "
+                        "JUDGE_MCP_ALLOWED_ROOTS", assets, root)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
-        async with open_app(settings, client_roots=client_roots) as app:
+        async with open_app(settings, client_roots=client_roots, roots_owner=roots_owner,
+                            categories=categories) as app:
             mcp.app = app
             loading = mcp.load_tool_modules_later(settings.warm_delay_s)
             try:
@@ -259,6 +352,7 @@ def create_server(settings: Settings, *, http_auth: bool = False, base_url: str 
         listing_cache=ListingCache(settings.home / "cache"),
         **auth_kwargs,
     )
+    mcp.toolsets = settings.toolsets
     mcp.listing = listing = _cached_listing(mcp.listing_cache)
     for name in TOOL_MODULES:
         listed = listing.modules.get(name) if listing is not None else None
@@ -268,6 +362,7 @@ def create_server(settings: Settings, *, http_auth: bool = False, base_url: str 
     resource_manager, prompt_manager = mcp._resource_manager, mcp._prompt_manager
     assert isinstance(resource_manager, LazyResources) and isinstance(prompt_manager, LazyPrompts)
     resource_manager.registrations.later(functools.partial(resources.register, mcp))  # on first use
+    mcp.middleware.append(RequestMiddleware(mcp))
     client_log.register(mcp)
     health.register(mcp)
     prompt_manager.registrations.later(functools.partial(_add_prompts, mcp))

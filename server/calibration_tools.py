@@ -22,7 +22,7 @@ from judges.store.agents import ScoreScale
 from judges.text.rag import guideline_contexts
 from judges.text.scoring import BUILTIN_RUBRICS, Criterion, resolve_criteria
 
-from .context import ClientRoots, app_of, image_policy, organization_of, roots_for
+from .context import ClientRoots, UseCache, app_of, image_policy, organization_of, roots_for
 from .errors import tool_errors
 from .jobs import or_job, run_or_background, uses_sampling
 
@@ -87,6 +87,7 @@ def register(mcp: MCPServer[Any]) -> None:
         background: Annotated[bool | None, Field(description=(
             "Run as a background job (returns {job_id}; poll get_job). Default: in the background, unless the "
             "model is the host's own (MCP sampling), which can only answer while the call is open."))] = None,
+        cache: UseCache = True,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(CalibrationReport)]:
         """Run a judge over items people labelled and report how far to trust it: agreement with the humans
@@ -121,7 +122,7 @@ def register(mcp: MCPServer[Any]) -> None:
                 sizes.texts(f"dataset item {item.id!r} candidates", [c for c in candidates if isinstance(c, str)])
         found: list[Criterion] = resolve_criteria(rubric, criteria) if judge == "score_text" else []
         agent = await app.store(app.agents.get, org, agent_id) if agent_id is not None else None
-        client = await app.model_for(ctx, model, agent=agent)
+        client = await app.model_for(ctx, model, agent=agent, cache=cache)
         policy = image_policy(ctx, client_roots)
         spec = JudgeSpec(judge=judge, prompt_id=prompt_id, prompt_version=prompt_version, criteria=found,
                          method=method, candidate_type=candidate_type, samples=samples,

@@ -25,6 +25,8 @@ gc.disable()
 
 from mcp.server.transport_security import TransportSecuritySettings  # noqa: E402
 
+from judges.errors import SECRETS  # noqa: E402
+
 from .auth import is_loopback  # noqa: E402
 from .settings import Settings, load_settings  # noqa: E402
 
@@ -65,16 +67,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8000, help="port for sse/http (default 8000)")
     p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", metavar="{config,check,tokens}")
-    check = sub.add_parser("check", help="validate the configuration (settings, roots, model backend, gate sandbox) "
-                                         "and exit: 0 when the tools can run, 1 otherwise")
+    check = sub.add_parser("check", help="say whether the model, the gate sandbox, the store and the roots are ok "
+                                         "or missing, with what to do; exit 1 when something the configuration "
+                                         "asks for cannot work")
     check.add_argument("--model", action="store_true", help="also send the model one tiny request and say "
                                                             "whether it answered (a problem when it does not)")
     config = sub.add_parser("config", help="print a ready server block for a host's MCP configuration "
-                                           "(absolute paths), then exit")
+                                           "(absolute paths, the data home and every setting set in this "
+                                           "environment; keys and tokens as placeholders), then exit")
     config.add_argument("host", choices=["claude-desktop", "cursor", "vscode", "claude-code"])
     config.add_argument("--root", action="append", dest="roots", metavar="DIR",
-                        help="a directory the tools may read and write (repeatable; default: the current "
-                             "directory)")
+                        help="a directory the tools may read and write (repeatable; default: JUDGE_MCP_ALLOWED_ROOTS "
+                             "when set, else the current directory)")
     tokens = sub.add_parser("tokens", help="manage the HTTP bearer tokens stored (hashed) in the database")
     tsub = tokens.add_subparsers(dest="tokens_command", metavar="{create,list,revoke}", required=True)
     create = tsub.add_parser("create", help="create a token and print its secret (shown this once)")
@@ -128,14 +132,19 @@ def run_tokens(settings: Settings, args: argparse.Namespace) -> int:
 def has_stored_tokens(settings: Settings) -> bool:
     """True when the database holds a live token (then HTTP requires bearer tokens even without
     JUDGE_MCP_TOKENS)."""
+    return bool(stored_token_owners(settings))
+
+
+def stored_token_owners(settings: Settings) -> list[tuple[str, str]]:
+    """The (organization, role) of every live token stored in the database."""
     if not settings.database_url and not settings.database_path.exists():
-        return False
+        return []
     from judges.store.access import TokenStore
     from judges.store.database import open_database
 
     db = open_database(settings.database_url, settings.database_path)
     try:
-        return any(t.revoked_at is None for t in TokenStore(db).list())
+        return [(t.organization_id, t.role) for t in TokenStore(db).list() if t.revoked_at is None]
     finally:
         db.close()
 
@@ -319,11 +328,31 @@ def _room_poller(handler: logging.Handler) -> Callable[[], bool] | None:
     return lambda: any(mask & select.POLLOUT for _, mask in poller.poll(0))
 
 
+class _Scrubbed(logging.Formatter):
+    """Every line `inner` formats, traceback included, with the settings' secrets masked (an upstream error body
+    may carry a key; an exception a database URL)."""
+
+    def __init__(self, inner: logging.Formatter | None) -> None:
+        super().__init__()
+        self.inner = inner or logging.Formatter()
+
+    def format(self, record: logging.LogRecord) -> str:
+        return SECRETS.scrub(self.inner.format(record))
+
+
+def scrub_uvicorn_log() -> None:
+    """uvicorn's own handlers (set up by its Config) mask secrets too."""
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        for handler in logging.getLogger(name).handlers:
+            if not isinstance(handler.formatter, _Scrubbed):
+                handler.setFormatter(_Scrubbed(handler.formatter))
+
+
 def configure_logging(level: str) -> None:
     """One stderr handler (stdout belongs to the stdio protocol), written by its own thread: a tool call only
     queues its log line, the write to stderr (a syscall, slow on some hosts) happens off the event loop."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(_Scrubbed(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")))
     queued = _Queued(queue.SimpleQueue(), handler)
     queued.addFilter(_OthersAtWarning())
     atexit.register(queued.flush)  # every queued line is written before the process ends
@@ -344,7 +373,7 @@ def main(argv: list[str] | None = None) -> None:
         from .host_config import print_host_config
 
         try:
-            print_host_config(args.host, args.roots or ["."], settings.model)
+            print_host_config(args.host, args.roots, settings)
         except ValueError as exc:
             raise SystemExit(f"judge-mcp config: {exc}") from None
         return
@@ -359,10 +388,17 @@ def main(argv: list[str] | None = None) -> None:
         stop_on_signals()
         anyio.run(serve_stdio, create_server(settings))
         return
-    stored = has_stored_tokens(settings)
+    owners = stored_token_owners(settings)
+    stored = bool(owners)
     security = http_security(settings, args.host, args.port, stored_tokens=stored)
     base_url = f"http://{args.host}:{args.port}"
-    server = create_server(settings, http_auth=bool(settings.tokens) or stored, base_url=base_url, client_roots=False)
+    http_auth = bool(settings.tokens) or stored
+    from .roots import shared_roots_owner, warn_shared_org_roots
+
+    warn_shared_org_roots(settings)
+    roots_owner = shared_roots_owner(settings, owners) if http_auth else None
+    server = create_server(settings, http_auth=http_auth, base_url=base_url, client_roots=False,
+                           roots_owner=roots_owner)
     if args.transport == "sse":
         server.run("sse", host=args.host, port=args.port, transport_security=security,
                    max_request_body_size=settings.request_body_limit)
@@ -376,6 +412,7 @@ def main(argv: list[str] | None = None) -> None:
                                          stateless_http=settings.stateless_http)
         # No access log: every tool call has its own log line (server/errors.py), and a line per HTTP request
         # written on the event loop cost a fifth of a cheap call's time (bench/http_load.py).
-        uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, access_log=False,
-                                      timeout_keep_alive=settings.http_keepalive_s,
-                                      log_level=settings.log_level.lower())).run()
+        config = uvicorn.Config(app, host=args.host, port=args.port, access_log=False,
+                                timeout_keep_alive=settings.http_keepalive_s, log_level=settings.log_level.lower())
+        scrub_uvicorn_log()
+        uvicorn.Server(config).run()

@@ -32,15 +32,15 @@ Files = Annotated[list[SourceFile] | None, Field(description="Or the files thems
 def gate_sandbox(settings: Settings) -> tuple[sandbox.Bwrap | None, str]:
     """The sandbox gates run in (None: unsandboxed) and a one-line description or reason."""
     if settings.gate_sandbox == "none":
-        return None, "JUDGE_MCP_GATE_SANDBOX=none"
+        return None, "JUDGE_MCP_GATE_SANDBOX=none (auto, the default, isolates them with bubblewrap where it works)"
     return sandbox.detect()
 
 
 def gate_settings(settings: Settings) -> GateSettings:
-    bwrap, _ = gate_sandbox(settings)
+    bwrap, why = gate_sandbox(settings)
     limits = sandbox.Limits(cpu_s=max(1, math.ceil(settings.gate_timeout_s)), memory_mb=settings.gate_memory_mb,
                             processes=settings.gate_max_processes, work_mb=settings.gate_disk_mb)
-    return GateSettings(timeout_s=settings.gate_timeout_s, sandbox=bwrap, limits=limits)
+    return GateSettings(timeout_s=settings.gate_timeout_s, sandbox=bwrap, no_sandbox_reason=why, limits=limits)
 
 
 def check_gates_may_run(settings: Settings, gates: GateSettings) -> None:
@@ -51,11 +51,10 @@ def check_gates_may_run(settings: Settings, gates: GateSettings) -> None:
     if gates.sandbox is None and get_access_token() is not None and not settings.unsandboxed_gates:
         _, why = gate_sandbox(settings)
         raise ConfigError(
-            f"gates run the caller's code and there is no sandbox for them here ({why}), so this server with "
-            "several organizations refuses to run them. Install bubblewrap (apt-get install bubblewrap) on a host "
-            "that allows user namespaces, or set JUDGE_MCP_UNSANDBOXED_GATES=1 to run gates without a sandbox "
-            "(any organization's code could then read the server's data and secrets). judge_code with "
-            "run_gates=false still works.")
+            f"gates run the caller's code and there is no sandbox for them here: {why}. So this server with "
+            "several organizations refuses to run them. Fix that, or set JUDGE_MCP_UNSANDBOXED_GATES=1 to run "
+            "gates without a sandbox (any organization's code could then read the server's data and secrets). "
+            "judge_code with run_gates=false still works.")
 
 
 def log_gate_sandbox(settings: Settings) -> None:

@@ -13,7 +13,7 @@ from judges.progress import Progress
 from judges.reading.samples import check_samples
 from judges.store.agents import ScoreScale
 
-from .context import ClientRoots, JuryModels, Samples, UseCache, app_of, image_policy
+from .context import ClientRoots, ExpectedScore, JuryModels, Samples, UseCache, app_of, image_policy
 from .errors import tool_errors
 from .jobs import Background, or_job, run_or_background
 
@@ -41,9 +41,7 @@ def register(mcp: MCPServer) -> None:
         cache: UseCache = True,
         samples: Samples = 1,
         models: JuryModels = None,
-        expected_score: Annotated[bool, Field(description=(
-            "viescore: also ask for the score token's log-probabilities and report the probability-weighted "
-            "score (G-Eval) as expected_score, where the backend gives them (OpenAI-compatible)."))] = False,
+        expected_score: ExpectedScore = False,
         background: Background = False,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(CompareResult)]:

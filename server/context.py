@@ -5,11 +5,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import urllib.parse
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import anyio
@@ -22,14 +20,16 @@ from judges.errors import ConfigError, InputError
 from judges.image.runs import RunStore
 from judges.image.service import ImageJudging, ImageSettings
 from judges.inputs.images import ImagePolicy
+from judges.inputs.paths import Roots
 from judges.models.guard import CallPolicy
 from judges.models.prices import DEFAULT_PRICES
 from judges.models.protocol import ModelClient
-from judges.models.registry import BackendConfig, ModelRegistry
+from judges.models.registry import JURY_MAX, BackendConfig, ModelRegistry, jury_models
+from judges.patches.journal import recover_registered
 from judges.store.access import RateLimiter
 from judges.store.agents import Agent, AgentStore
 from judges.store.database import Database, open_database
-from judges.store.guidelines import Guidelines, IngestSettings
+from judges.store.guidelines import SEARCH_READY, Guidelines, IngestSettings
 from judges.store.jobs import JobStore
 from judges.store.leases import Leases
 from judges.store.metering import Metering
@@ -38,11 +38,12 @@ from judges.store.usage import UsageLedger
 from rag.warmup import Warmup, freeze_heap, import_numpy
 
 from .jobs import JobRunner
+from .options import SHARED_OPTIONS
+from .roots import call_roots
 from .sampling import SamplingClient, sampling_offered
 from .settings import Settings
 
 log = logging.getLogger("judge_mcp")
-JURY_MAX = 8
 T = TypeVar("T")
 
 
@@ -55,9 +56,11 @@ class AppContext:
     guidelines: Guidelines
     images: ImageJudging
     client_roots: bool = True  # use the client's MCP roots when no roots are configured (stdio only)
+    roots_owner: str | None = None  # over HTTP with tokens: the one organization JUDGE_MCP_ALLOWED_ROOTS serves
     jobs: JobRunner | None = None  # background jobs, run in the lifespan's task group
     metering: Metering | None = None  # result cache, prices, usage and budgets
     limiter: RateLimiter | None = None  # JUDGE_MCP_RATE_LIMIT_PER_MINUTE, counted in the database
+    analysis_categories: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # read once, at start
 
     async def store(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """How async code does store work: `await app.store(app.agents.get, org, agent_id)`. On SQLite it runs
@@ -72,8 +75,10 @@ class AppContext:
         server's default, with the host's sampling offered when this call's client has it (ModelRegistry.resolve).
         The organization is the call's: an agent is only ever one the caller's organization owns. The client
         is metered for that organization (result cache unless `cache` is false, cost, usage); a call whose
-        organization has spent its daily budget is refused here, before any model request. Async because that
-        budget is read from the store (Metering.client: off the event loop on PostgreSQL)."""
+        organization has spent its daily budget, or that names a model with no price while a budget is set, is
+        refused here, before any model request, and each later request reserves its estimated cost first
+        (judges/store/metering.py). Async because that budget is read from the store (Metering.client: off the
+        event loop on PostgreSQL)."""
         sampling = SamplingClient(ctx) if sampling_offered(ctx) else None
         client = self.models.resolve(model, sampling=sampling, agent_model=agent.model if agent is not None else None)
         if self.metering is None:
@@ -82,16 +87,16 @@ class AppContext:
                                           use_cache=cache)
 
     async def jury_for(self, ctx: Any, models: list[str], *, cache: bool = True) -> list[tuple[str, ModelClient]]:
-        """A jury: each named model through the one resolver (model_for), in the order given."""
-        if not 2 <= len(models) <= JURY_MAX or len(set(models)) != len(models):
-            raise InputError(f"models must name 2 to {JURY_MAX} different models, e.g. "
-                             '["anthropic:claude-sonnet-4-5", "openai:gpt-4o"]; got ' + repr(models))
-        return [(m, await self.model_for(ctx, m, cache=cache)) for m in models]
+        """A jury: each named model, in its one spelling (jury_models: one model named twice counts once), through
+        the one resolver (model_for), in the order given."""
+        try:
+            spelled = jury_models(models, JURY_MAX)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        return [(m, await self.model_for(ctx, m, cache=cache)) for m in spelled]
 
 
-UseCache = Annotated[bool, Field(description=(
-    "false: ask the model afresh, neither reading nor writing the result cache (true: a repeated call is answered "
-    "from the cache, with usage.cached true and no cost)."))]
+UseCache = Annotated[bool, Field(description=SHARED_OPTIONS["cache"])]
 
 
 def build_metering(settings: Settings, db: Database) -> Metering:
@@ -99,6 +104,8 @@ def build_metering(settings: Settings, db: Database) -> Metering:
         cache=ResultCache(db, ttl_s=settings.cache_ttl_s, max_entries=settings.cache_max_entries),
         ledger=UsageLedger(db, settings.daily_budget_usd, settings.org_budgets_usd),
         prices={**DEFAULT_PRICES, **settings.prices},
+        # A reservation outlives any request's deadline (retries included) before it counts as abandoned.
+        reservation_ttl_s=2 * settings.call_deadline_s + 60,
     )
 
 
@@ -111,6 +118,7 @@ def build_registry(settings: Settings) -> ModelRegistry:
             openai_api_key=settings.openai_api_key,
             openai_base_url=settings.openai_base_url,
             compatible_base_url=settings.compatible_base_url,
+            compatible_api_key=settings.compatible_api_key,
             anthropic_model=settings.anthropic_model,
             openai_model=settings.openai_model,
             compatible_model=settings.compatible_model,
@@ -119,8 +127,11 @@ def build_registry(settings: Settings) -> ModelRegistry:
             deadline_s=settings.call_deadline_s,
             max_retries=settings.max_retries,
             max_retry_wait_s=settings.max_retry_wait_s,
+            key_rejected_s=settings.key_rejected_s,
         ),
         settings.concurrency,
+        # Default: three quarters of the pool, so another organization always finds a slot free.
+        settings.org_concurrency or max(1, settings.concurrency * 3 // 4),
     )
 
 
@@ -164,12 +175,15 @@ def build_guidelines(settings: Settings, db: Database, agents: AgentStore,
     load = getattr(embedder, "loaded", None)
     guidelines.warmup = Warmup([
         *([("model client", lambda: prepare_model_client(models))] if models is not None else []),
+        # Started early: the worker's own imports (~1-2 s of CPU) overlap the model load, not the first search.
+        ("parse worker", guidelines.parser.warm),
         ("numpy", import_numpy),
         *([("embedding model", load)] if load is not None else []),
         ("guideline store", guidelines.prepare),
-        ("parse worker", guidelines.parser.warm),
         ("prompt templates", prompts.compile_all),
         ("freeze the heap", freeze_heap),
+        # Last: the first search after a start then meets what a warm one does, caches included (issue 29).
+        (SEARCH_READY, guidelines.preload),
     ])
     if settings.warm_embeddings:
         # Started after `initialize` has been answered (warm_delay_s): the handshake never waits.
@@ -177,8 +191,25 @@ def build_guidelines(settings: Settings, db: Database, agents: AgentStore,
     return guidelines
 
 
+def analysis_categories(settings: Settings) -> dict[str, Any]:
+    """The operator's custom evaluate_analysis categories (JUDGE_MCP_ANALYSIS_CATEGORIES_DIR), read and compiled
+    once, here at start, and refused (ConfigError) when the directory lies where a caller can write: inside an
+    allowed root, an organization's root or the data home."""
+    if settings.analysis_categories_dir is None:
+        return {}
+    from judges.analysis.judge import load_custom_categories
+
+    writable = [("JUDGE_MCP_ALLOWED_ROOTS", root) for root in settings.allowed_roots]
+    writable += [(f"JUDGE_MCP_ORG_ROOTS ({org})", root) for org, roots in settings.org_roots.items() for root in roots]
+    return load_custom_categories(settings.analysis_categories_dir, [*writable, ("JUDGE_MCP_HOME", settings.home)])
+
+
 @asynccontextmanager
-async def open_app(settings: Settings, *, client_roots: bool = True) -> AsyncIterator[AppContext]:
+async def open_app(settings: Settings, *, client_roots: bool = True,
+                   roots_owner: str | None = None,
+                   categories: Mapping[str, Any] | None = None) -> AsyncIterator[AppContext]:
+    settings.register_secrets()
+    categories = analysis_categories(settings) if categories is None else categories
     db = open_database(settings.database_url, settings.database_path)
     models = build_registry(settings)
     guidelines: Guidelines | None = None
@@ -186,22 +217,29 @@ async def open_app(settings: Settings, *, client_roots: bool = True) -> AsyncIte
         agents = AgentStore(db)
         guidelines = build_guidelines(settings, db, agents, models)
         images = ImageJudging(agents, RunStore(db), guidelines, ImageSettings(
-            policy=ImagePolicy(allowed_roots=settings.allowed_roots, max_bytes=settings.max_image_bytes,
+            policy=ImagePolicy(allowed_roots=Roots(), max_bytes=settings.max_image_bytes,
                                max_side=settings.max_image_side,
                                max_pixels=settings.max_image_pixels, allow_urls=settings.allow_image_urls),
             max_images=settings.max_images, max_iterations=settings.max_iterations,
             plateau_window=settings.plateau_window, plateau_threshold=settings.plateau_threshold,
             fallback_score=settings.parse_fallback_score,
         ))
+        # An apply_patch a crash interrupted (kill -9) is finished or undone before any call: each tree is
+        # all-old or all-new again, no temp file stays (judges/patches/journal.py).
+        await anyio.to_thread.run_sync(recover_registered, settings.patch_journal_dir, settings.allowed_roots)
         store = JobStore(db)
         interrupted = store.interrupt_orphans()
         if interrupted:
             log.warning("%d background job(s) of an earlier server process marked interrupted", interrupted)
         async with anyio.create_task_group() as tg:
             limiter = RateLimiter(db, settings.rate_limit_per_minute) if settings.rate_limit_per_minute else None
+            if limiter is not None:  # every model request counts against its organization's rate limit too
+                models.limiter.count = functools.partial(db.run, functools.partial(limiter.take, what="request"))
             app = AppContext(settings=settings, db=db, agents=agents, models=models, guidelines=guidelines,
-                             images=images, client_roots=client_roots, jobs=(runner := JobRunner(store, tg)),
-                             metering=build_metering(settings, db), limiter=limiter)
+                             images=images, client_roots=client_roots, roots_owner=roots_owner,
+                             jobs=(runner := JobRunner(store, tg, settings.max_jobs_per_org)),
+                             metering=build_metering(settings, db), limiter=limiter,
+                             analysis_categories=categories)
             tg.start_soon(Leases(store, guidelines, settings.lease_s).run, runner.cancel_here)
             log.info("judge-mcp ready: data in %s, model %s", settings.home, settings.model)
             try:
@@ -221,7 +259,7 @@ async def ask_client_roots(ctx: Context) -> ListRootsResult | ListRoots | None:
 
     Asked on every call that takes a path, so a client's roots/list_changed is always honoured."""
     app = app_of(ctx)
-    if app.settings.allowed_roots or not app.client_roots:
+    if app.settings.allowed_roots or app.settings.org_roots or not app.client_roots:
         return None
     try:
         caps = ctx.client_capabilities
@@ -231,31 +269,20 @@ async def ask_client_roots(ctx: Context) -> ListRootsResult | ListRoots | None:
 
 
 ClientRoots = Annotated[ListRootsResult | None, Resolve(ask_client_roots)]
-JuryModels = Annotated[list[str] | None, Field(description=(
-    "A jury: 2 to 8 models that each judge, e.g. [\"anthropic:claude-sonnet-4-5\", \"openai:gpt-4o\"]; the "
-    "result adds each model's verdict, the jury's (mean score, majority winner) and their agreement."))]
-Samples = Annotated[int, Field(description=(
-    "Ask the judge this many times at once (1 to the server's JUDGE_MCP_MAX_SAMPLES) and report the spread: "
-    "mean, median, sd, min/max and failed samples for scores; the vote and its majority for verdicts."))]
+JuryModels = Annotated[list[str] | None, Field(description=SHARED_OPTIONS["models"])]
+ExpectedScore = Annotated[bool, Field(description=SHARED_OPTIONS["expected_score"])]
+Samples = Annotated[int, Field(description=SHARED_OPTIONS["samples"])]
 
 
-def roots_for(ctx: Any, client_roots: ListRootsResult | None) -> list[Path]:
-    """The directories this call may touch: JUDGE_MCP_ALLOWED_ROOTS, else the client's file:// roots
-    (never '/'), else none (and then paths.py says how to configure them)."""
+def roots_for(ctx: Any, client_roots: ListRootsResult | None) -> Roots:
+    """The directories this call may touch: its organization's own roots (server/roots.py), and what to tell
+    the caller when a path lies outside them (paths.py says it)."""
+    from mcp.server.auth.middleware.auth_context import get_access_token
+
     app = app_of(ctx)
-    if app.settings.allowed_roots:
-        return list(app.settings.allowed_roots)
-    roots: list[Path] = []
-    for root in client_roots.roots if client_roots is not None else []:
-        uri = urllib.parse.urlsplit(str(root.uri))
-        if uri.scheme != "file" or uri.netloc not in ("", "localhost"):
-            continue
-        path = Path(urllib.parse.unquote(uri.path)).resolve()
-        if path == Path(path.anchor):
-            log.warning("ignoring the client's root %s: it would open the whole filesystem", root.uri)
-            continue
-        roots.append(path)
-    return roots
+    uris = [str(root.uri) for root in client_roots.roots] if client_roots is not None else []
+    return call_roots(app.settings, organization_of(ctx), authenticated=get_access_token() is not None,
+                      owner=app.roots_owner, client=uris)
 
 
 def image_policy(ctx: Any, client_roots: ListRootsResult | None) -> ImagePolicy:

@@ -15,7 +15,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from judges.errors import MODEL_KINDS, JudgeError, JudgeFailure
+from judges.errors import MODEL_KINDS, SECRETS, JudgeError, JudgeFailure
 from prompts import PromptError
 from rag.formats import DocumentError
 from rag.store import StoreError
@@ -56,7 +56,8 @@ def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
             outcome = f"incident {incident}"
             log.error("incident %s: tool %s failed unexpectedly", incident, fn.__name__, exc_info=exc)
             raise ToolError(
-                f"internal error, incident {incident}: {type(exc).__name__}: {str(exc)[:300] or 'no message'}. "
+                f"internal error, incident {incident}: {type(exc).__name__}: "
+                f"{SECRETS.scrub(str(exc))[:300] or 'no message'}. "
                 "This is not a problem with your input. Retry once; if it happens again, give the server's "
                 "operator the incident id (the traceback is in the server's log on stderr)."
             ) from exc
@@ -94,7 +95,7 @@ def tool_error(failure: JudgeFailure) -> ToolError:
         text = _PREFIX[failure.kind] + failure.message
     if failure.hint:
         text = f"{text} ({failure.hint})"
-    return ToolError(text)
+    return ToolError(SECRETS.scrub(text))  # a JudgeFailure is scrubbed already; rag's and prompts' errors are not
 
 
 def log_call(tool: str, args: Any, kwargs: dict[str, Any], seconds: float, outcome: str, result: Any) -> None:
@@ -234,3 +235,66 @@ def arguments_error(schema: dict[str, Any], exc: Any) -> str:
         example = _example(schema, node, str(next((p for p in reversed(loc) if isinstance(p, str)), "")))
         sentences.append(f"{where} {_what(error, node, schema)}{got}" + (f", e.g. {example}" if example else "") + ".")
     return "invalid input: " + " ".join(sentences)
+
+
+# Names callers reach for that no difflib ratio links to ours.
+_SYNONYMS = {"search": "query", "q": "query", "filter": "query", "id": "agent_id", "agent": "agent_id",
+             "image": "images", "file": "path", "filepath": "path", "directory": "root", "dir": "root",
+             "project": "root", "model_name": "model", "n": "samples", "k": "top_k"}
+
+
+def _closest(name: str, valid: list[str]) -> str | None:
+    import difflib
+
+    close = difflib.get_close_matches(name, valid, n=1, cutoff=0.6) or \
+        difflib.get_close_matches(name.lower().replace("-", "_"), valid, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    synonym = _SYNONYMS.get(name.lower())
+    return synonym if synonym in valid else None
+
+
+def _unknown_key(schema: dict[str, Any], node: dict[str, Any], value: Any, where: str,
+                 depth: int = 0) -> tuple[str, str, list[str]] | None:
+    """The first key of `value` that no object option of `node` declares: (where, key, the declared keys).
+    Objects that declare no properties, or allow other keys, take any key."""
+    if depth > 12:
+        return None
+    options = _options(schema, node)
+    if isinstance(value, dict):
+        objects = [o for o in options if o.get("type", "object") == "object" and "properties" in o]
+        if not objects or len(objects) != len(options) or \
+                any(o.get("additionalProperties") not in (None, False) for o in objects):
+            return None
+        declared = list(dict.fromkeys(k for o in objects for k in o["properties"]))
+        for key, item in value.items():
+            if key not in declared:
+                return where, key, declared
+            for option in objects:
+                if key in option["properties"]:
+                    found = _unknown_key(schema, option["properties"][key], item,
+                                         f"{where}.{key}" if where else key, depth + 1)
+                    if found:
+                        return found
+                    break
+    elif isinstance(value, list):
+        items = [o["items"] for o in options if isinstance(o.get("items"), dict)]
+        if len(items) == 1:
+            for i, item in enumerate(value[:100]):  # a misspelt field repeats; 10^5 rows cost the loop nothing
+                found = _unknown_key(schema, items[0], item, f"{where}[{i}]", depth + 1)
+                if found:
+                    return found
+    return None
+
+
+def unknown_argument(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    """A sentence for the first argument (or field of an object argument) the tool's input schema does not
+    declare, with the closest valid name; None when every name is known. A misspelt option is never ignored."""
+    found = _unknown_key(schema, schema, arguments, "")
+    if found is None:
+        return None
+    where, key, declared = found
+    closest = _closest(key, declared)
+    place = f"argument '{key}'" if not where else f"field '{key}' in {where}"
+    hint = f"did you mean '{closest}'? " if closest else ""
+    return f"invalid input: unknown {place}; {hint}valid: {', '.join(declared)}"

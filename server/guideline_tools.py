@@ -7,7 +7,7 @@ from typing import Annotated, ParamSpec, TypeVar
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, ResourceLink, ToolAnnotations
+from mcp.types import CallToolResult, ResourceLink, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from judges.errors import InputError
@@ -58,7 +58,8 @@ def register(mcp: MCPServer) -> None:
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, GuidelineDocument]:
         """Add a guideline document to an agent: parsed, chunked (1000/200), embedded and stored for retrieval.
-        The same bytes uploaded again return the existing record and add nothing. The result links the resource
+        The same bytes uploaded again (under any name) return the existing record with `duplicate_of` and a note,
+        and add nothing. The result links the resource
         judge://agents/{agent_id}/documents/{id}."""
         app = app_of(ctx)
         roots = roots_for(ctx, client_roots)
@@ -67,9 +68,12 @@ def register(mcp: MCPServer) -> None:
             path=path, content_base64=content_base64, text=text, filename=filename, allowed_roots=roots,
             max_bytes=app.settings.max_upload_bytes))
         doc = await app.guidelines.upload(organization_of(ctx), agent_id, data, name, report_to(ctx))
-        return as_result(doc, [ResourceLink(
+        result = as_result(doc, [ResourceLink(
             type="resource_link", uri=f"judge://agents/{agent_id}/documents/{doc.id}", name=doc.filename,
             mime_type="application/json", description="the guideline document's record")])
+        if doc.duplicate_of and doc.note:  # said first, before the record's JSON
+            result.content.insert(0, TextContent(type="text", text=doc.note))
+        return result
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
     @tool_errors
@@ -105,5 +109,6 @@ def register(mcp: MCPServer) -> None:
         if len(query) > MAX_QUERY_CHARS:
             raise InputError(f"query is {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,}. Search with the "
                              "words that matter, e.g. \"logo placement on dark backgrounds\"")
-        chunks = await app_of(ctx).guidelines.search(organization_of(ctx), agent_id, query, top_k, similarity_threshold)
+        chunks = await app_of(ctx).guidelines.search(organization_of(ctx), agent_id, query, top_k, similarity_threshold,
+                                                     report_to(ctx))
         return ChunkList(chunks=chunks)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import base64
-from typing import Annotated
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ImageContent, ResourceLink, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
+from judges.errors import InputError
 from judges.image.chart import run_chart
 from judges.image.judge import Evaluation
 from judges.image.optimizer import OptimizedPrompt
@@ -17,7 +18,16 @@ from judges.image.service import ImageEvaluation, RunReport
 from judges.progress import Progress
 from judges.reading.samples import check_samples
 
-from .context import ClientRoots, JuryModels, Samples, UseCache, app_of, image_policy, organization_of
+from .context import (
+    ClientRoots,
+    ExpectedScore,
+    JuryModels,
+    Samples,
+    UseCache,
+    app_of,
+    image_policy,
+    organization_of,
+)
 from .errors import tool_errors
 from .jobs import Background, or_job, resource_updated, run_or_background
 
@@ -45,6 +55,19 @@ def run_chart_png(report: RunReport) -> bytes:
     return run_chart(best, mean, report.plateau.detected_at)  # type: ignore[arg-type]
 
 
+def given_evaluations(evaluations: list[dict[str, Any]] | None) -> list[Evaluation] | None:
+    """optimize_prompt's evaluations, read as evaluate_image's (its listing shows a small schema, not theirs)."""
+    if evaluations is None:
+        return None
+    try:
+        return TypeAdapter(list[Evaluation]).validate_python(evaluations)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = "evaluations" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
+        raise InputError(f"{where}: {error['msg']}; pass the evaluations evaluate_image returned, unchanged "
+                         "(or run_id)") from None
+
+
 def register(mcp: MCPServer) -> None:
     @mcp.tool(annotations=JUDGE)
     @tool_errors
@@ -59,9 +82,7 @@ def register(mcp: MCPServer) -> None:
         cache: UseCache = True,
         samples: Samples = 1,
         models: JuryModels = None,
-        expected_score: Annotated[bool, Field(description=(
-            "Also ask for the score token's log-probabilities and report each evaluation's probability-weighted "
-            "0–100 score (G-Eval) as expected_score, where the backend gives them (OpenAI-compatible)."))] = False,
+        expected_score: ExpectedScore = False,
         background: Background = False,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(ImageEvaluation)]:
@@ -113,17 +134,19 @@ def register(mcp: MCPServer) -> None:
         prompt: Annotated[str, Field(description="The current generation prompt.")],
         run_id: Annotated[str | None, Field(description="Use the winner's evaluations from this run's last "
                                                         "iteration.")] = None,
-        evaluations: Annotated[list[Evaluation] | None, Field(description="Or evaluations given directly.")] = None,
+        evaluations: Annotated[list[dict[str, Any]] | None, Field(description=(
+            "Or evaluations as evaluate_image returned them."))] = None,
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(OptimizedPrompt)]:
         """The next generation prompt: top issues fixed by severity and weight, what worked kept, and every
         promptInstruction included verbatim (checked). Progress: each stage."""
         app = app_of(ctx)
+        given = given_evaluations(evaluations)
         org, client = organization_of(ctx), await app.model_for(ctx, cache=cache)
 
         async def work(progress: Progress) -> OptimizedPrompt:
-            return await app.images.optimize(org, brief=brief, prompt=prompt, run_id=run_id, evaluations=evaluations,
+            return await app.images.optimize(org, brief=brief, prompt=prompt, run_id=run_id, evaluations=given,
                                              client=client, progress=progress)
 
         return await run_or_background(ctx, "optimize_prompt", background, work)

@@ -34,11 +34,10 @@ from judges.store.jobs import Job, JobStatus, JobStore
 
 from .client_log import client_log
 from .errors import tool_errors
+from .options import SHARED_OPTIONS
 
 log = logging.getLogger("judge_mcp")
-Background = Annotated[bool, Field(description=(
-    "Run as a background job: the call returns {job_id, status} at once; poll get_job(job_id) for progress "
-    "and, when completed, the result this tool would have returned."))]
+Background = Annotated[bool, Field(description=SHARED_OPTIONS["background"])]
 Work = Callable[[Progress], Awaitable[Any]]
 T = TypeVar("T")
 
@@ -85,7 +84,12 @@ def as_result(result: Any, links: Sequence[ResourceLink] = ()) -> CallToolResult
         return result
     data = result.model_dump(mode="json", by_alias=True) if isinstance(result, BaseModel) else result
     content: list[ContentBlock] = [TextContent(type="text", text=json.dumps(data, indent=2, ensure_ascii=False))]
-    return CallToolResult(content=[*content, *links], structured_content=data)
+    # A result with nothing usable in it (no verdict read, no document processed) is an error result that keeps
+    # every detail, so an agent loop that checks isError does not take it for a verdict.
+    reason = result.no_result() if callable(getattr(result, "no_result", None)) else None
+    if reason:
+        content.insert(0, TextContent(type="text", text=f"No usable result: {reason}. The details follow."))
+    return CallToolResult(content=[*content, *links], structured_content=data, is_error=bool(reason))
 
 
 async def resource_updated(ctx: Any, *uris: str) -> None:
@@ -109,9 +113,10 @@ class JobRunner:
     """Runs background jobs in the server's task group (they outlive the request) and keeps their cancel
     scopes; the JobStore holds what they report."""
 
-    def __init__(self, store: JobStore, task_group: TaskGroup):
+    def __init__(self, store: JobStore, task_group: TaskGroup, max_per_org: int | None = None):
         self.store = store
         self.task_group = task_group
+        self.max_per_org = max_per_org  # background jobs one organization may have running (JUDGE_MCP_MAX_JOBS_PER_ORG)
         self._scopes: dict[str, anyio.CancelScope] = {}
 
     async def _store(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -119,7 +124,7 @@ class JobRunner:
         return await self.store.db.run(functools.partial(fn, *args, **kwargs))
 
     async def start(self, ctx: Any, org: str, tool: str, work: Work) -> Job:
-        job = await self._store(self.store.create, org, tool)
+        job = await self._store(self.store.create, org, tool, self.max_per_org)
         self.task_group.start_soon(self._run, ctx, job.job_id, tool, work)
         return job
 

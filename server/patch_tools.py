@@ -94,7 +94,8 @@ def register(mcp: MCPServer) -> None:
         ops, base, limits = await prepare(ctx, client_roots, patch, format, path, root, max_ops, max_bytes)
         assert base is not None
         report = await anyio.to_thread.run_sync(
-            lambda: apply_patch(ops, base, dry_run=dry_run, limits=limits, allow_read_only=allow_read_only)
+            lambda: apply_patch(ops, base, dry_run=dry_run, limits=limits, allow_read_only=allow_read_only,
+                                register=app_of(ctx).settings.patch_journal_dir)
         )
         return report_result(report)
 

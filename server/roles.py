@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from judges.errors import ForbiddenError
+from judges.errors import ForbiddenError, InputError
 from judges.store.access import ROLES, Role, role_rank
 
 # `admin` manages the organization's judges and their documents; `member` uses them.
@@ -24,6 +24,50 @@ TOOL_ROLES: dict[str, Role] = {
         "get_job", "list_jobs", "cancel_job", "get_usage", "calibrate_judge", "get_calibration",
     )},
 }
+
+# The toolsets (JUDGE_MCP_TOOLSETS): groups of tools a host may list and call; each tool is in exactly one.
+TOOLSETS: dict[str, tuple[str, ...]] = {
+    "agents": ("create_agent", "list_agents", "get_agent", "update_agent", "delete_agent",
+               "upload_guideline", "list_guidelines", "delete_guideline", "search_guidelines"),
+    "images": ("evaluate_image", "optimize_prompt", "get_run", "list_runs"),
+    "compare": ("pairwise_compare",),
+    "code": ("judge_code", "propose_patch"),
+    "patches": ("validate_patch", "apply_patch"),
+    "analysis": ("evaluate_analysis",),
+    "text": ("score_text", "compare_to_reference", "rank_texts", "evaluate_rag_answer", "evaluate_trajectory"),
+    "calibration": ("calibrate_judge", "get_calibration"),
+    "jobs": ("get_job", "list_jobs", "cancel_job", "get_usage"),
+}
+TOOLSET_OF: dict[str, str] = {tool: name for name, tools in TOOLSETS.items() for tool in tools}
+
+
+def check_toolsets(names: list[str]) -> list[str]:
+    """The toolset names, checked: ValueError naming an unknown one, the closest known one and every known one."""
+    import difflib
+
+    for name in names:
+        if name not in TOOLSETS:
+            close = difflib.get_close_matches(name, list(TOOLSETS), n=1)
+            raise ValueError(f"unknown toolset {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                             + f"; choose from: {', '.join(TOOLSETS)}")
+    return names
+
+
+def may_list(tool: str, toolsets: list[str] | None) -> bool:
+    """Whether `tool` is shown to this request's caller: in an enabled toolset, and callable with its role."""
+    if toolsets is not None and TOOLSET_OF.get(tool) not in toolsets:
+        return False
+    role = caller_role()
+    return role is None or role_rank(role) >= role_rank(TOOL_ROLES.get(tool, "admin"))
+
+
+def require_toolset(tool: str, toolsets: list[str] | None) -> None:
+    """InputError for a tool outside the server's toolsets: it is not listed, so it is not callable either."""
+    if toolsets is None or TOOLSET_OF.get(tool) in toolsets:
+        return
+    raise InputError(f"{tool} is in the toolset {TOOLSET_OF.get(tool)!r}, which this server does not enable "
+                     f"(JUDGE_MCP_TOOLSETS={','.join(toolsets)}); add it there to use {tool}")
+
 
 # The header a superadmin token names the organization it acts for with (else the token's own organization).
 ORGANIZATION_HEADER = "x-judge-organization"

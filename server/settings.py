@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
+import sys
+import tempfile
+import urllib.parse
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +15,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from judges.code.gates import GateSettings
 from judges.code.sandbox import Limits as GateLimits
+from judges.errors import SECRETS
 from judges.image.service import ImageSettings
 from judges.inputs.images import ImagePolicy
 from judges.inputs.sizes import SizeLimits
@@ -58,6 +63,42 @@ def parse_tokens(text: str) -> dict[str, str]:
     return tokens
 
 
+_SECRET_PARAM = re.compile(r"(?i)pass|key|token|secret")
+def checked_roots(value: list[Path]) -> list[Path]:
+    """Configured roots, `~` expanded and real paths resolved; each an existing directory, none '/'."""
+    roots = [Path(os.path.realpath(p.expanduser())) for p in value]
+    for i, (given, root) in enumerate(zip(value, roots, strict=True), 1):
+        if root == Path(root.anchor):
+            raise ValueError(f"entry {i} is {str(given)!r}, which would open the whole filesystem; "
+                             "name the project directories instead, e.g. /home/me/project")
+        if not root.exists():
+            raise ValueError(f"entry {i}, {str(given)!r}, does not exist; create it or name an existing directory, "
+                             "e.g. /home/me/project")
+        if not root.is_dir():
+            raise ValueError(f"entry {i}, {str(given)!r}, is not a directory; name a directory, e.g. /home/me/project")
+    return roots
+
+
+def parse_org_roots(text: str) -> dict[str, list[Path]]:
+    """'org=dir:dir;org2=dir' (';' or new lines between organizations, each one's directories like PATH)."""
+    out: dict[str, list[Path]] = {}
+    for position, item in enumerate((i.strip() for i in text.replace("\n", ";").split(";")), 1):
+        if not item:
+            continue
+        org, sep, dirs = item.partition("=")
+        org = org.strip()
+        if not sep or not org:
+            raise ValueError(f"entry {position} is not 'organization=directory' (e.g. 'acme=/srv/acme')")
+        paths = [Path(p.strip()) for p in dirs.split(os.pathsep) if p.strip()]
+        if not paths:
+            raise ValueError(f"entry {position} (organization {org!r}) names no directory (e.g. '{org}=/srv/{org}')")
+        if org in out:
+            raise ValueError(f"entry {position} names organization {org!r} again; list all of its directories "
+                             f"in one entry (e.g. '{org}=/srv/a:/srv/b')")
+        out[org] = paths
+    return out
+
+
 def _default_home() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "judge-mcp"
@@ -77,6 +118,13 @@ class Settings(BaseSettings):
         description="Directories that file paths may lie in, separated like PATH. Unset: the client's MCP "
                     "roots (stdio), else no file access. Never '/' and never the working directory implicitly.",
     )
+    org_roots: Annotated[dict[str, list[Path]], NoDecode] = Field(
+        default_factory=dict,
+        description="On HTTP with several organizations, each organization's own roots: 'org=dir:dir;org2=dir' "
+                    "(organizations separated by ';', each one's directories like PATH), e.g. "
+                    "'acme=/srv/acme:/srv/shared-acme;globex=/srv/globex'. An organization not named has no file "
+                    "access. Replaces JUDGE_MCP_ALLOWED_ROOTS (set one of the two).",
+    )
     tokens: Annotated[dict[str, str], NoDecode] = Field(
         default_factory=dict, description="HTTP bearer tokens: 'token1=orgA,token2=orgB:member', or @/path/to/file. "
         "Each token's role follows its organization's last ':' (member, admin, superadmin); default admin.",
@@ -87,11 +135,15 @@ class Settings(BaseSettings):
     http_keepalive_s: int = Field(default=75, ge=1, description="Seconds an idle HTTP connection is kept open. Longer "
                                   "than a load balancer's or client pool's idle timeout (commonly 60 s), so a request "
                                   "sent on a reused connection never meets one the server is just closing.")
-    rate_limit_per_minute: int | None = Field(default=None, ge=1, description="HTTP tool calls one organization may "
-                                              "make per minute, counted in the database (so across replicas); unset: "
-                                              "no limit.")
+    rate_limit_per_minute: int | None = Field(default=None, ge=1, description="Requests one organization may make "
+                                              "per minute: tool calls, resource reads, prompts and lists, and every "
+                                              "model request a call sends, counted together in the database (so "
+                                              "across replicas); unset: no limit.")
     readyz_check_model: bool = Field(default=False, description="/readyz also checks that the model backend's "
                                      "address answers (an HTTP request to its base URL).")
+    toolsets: Annotated[list[str] | None, NoDecode] = Field(
+        default=None, description="The groups of tools listed and callable, comma-separated: agents, images, "
+        "compare, code, patches, analysis, text, calibration, jobs. Unset: all.")
     allowed_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Host headers accepted on a non-loopback HTTP bind (comma-separated)."
     )
@@ -119,6 +171,19 @@ class Settings(BaseSettings):
                                   "OpenAI-compatible base URL.")
     compatible_base_url: str | None = Field(default=None, description="An OpenAI-compatible server (vLLM, Ollama, "
                                             "llama.cpp), e.g. http://127.0.0.1:8080/v1.")
+    compatible_api_key: str | None = Field(default=None, description="The key of JUDGE_MCP_COMPATIBLE_BASE_URL's "
+                                           "server, sent only there (OPENAI_API_KEY goes only to OpenAI's own "
+                                           "address, or OPENAI_BASE_URL). Unset: no key is sent.")
+    key_rejected_s: float = Field(default=30.0, ge=0, le=3600, description=(
+        "After the backend rejects the API key (401/403), calls of that model fail at once, without a request, "
+        "for this many seconds; then one call tries again alone (the others wait for its answer)."))
+    org_concurrency: int | None = Field(default=None, ge=1, le=256, description=(
+        "Model requests one organization may have in flight at once; the shared pool (JUDGE_MCP_CONCURRENCY) is "
+        "served round-robin between the organizations waiting. Default: three quarters of the pool (at least 1), "
+        "so another organization always finds a free slot."))
+    max_jobs_per_org: int = Field(default=8, ge=1, le=10_000, description=(
+        "Background jobs one organization may have running at once (counted in the database, so across "
+        "replicas); one more is refused until one finishes."))
     log_level: str = Field(default="INFO", pattern="^(DEBUG|INFO|WARNING|ERROR|CRITICAL)$",
                            description="Our log on stderr (one line per tool call at INFO); libraries log from WARNING.")
 
@@ -163,7 +228,8 @@ class Settings(BaseSettings):
     plateau_threshold: float = Field(default=ImageSettings.plateau_threshold, ge=0, le=1, description="Least relative gain over the window "
                                      "that is not a plateau.")
     analysis_categories_dir: Path | None = Field(
-        default=None, description="Extra evaluate_analysis categories: <dir>/<name>/{system.j2,user.j2,spec.json}.")
+        default=None, description="Extra evaluate_analysis categories: <dir>/<name>/{system.j2,user.j2,spec.json}, "
+        "read once at start; the directory must lie outside every allowed root and the data home.")
     gate_timeout_s: float = Field(default=GateSettings.timeout_s, gt=0, description="Wall-clock limit of one quality gate.")
     patch_max_ops: int = Field(default=DEFAULT_LIMITS.max_ops, ge=1, description="Most ops in one patch "
                                "(validate_patch, apply_patch, the fixer); a tool call's max_ops overrides it.")
@@ -201,10 +267,12 @@ class Settings(BaseSettings):
     prices: dict[str, Price] = Field(default_factory=dict, description=(
         'USD per million tokens per model, as JSON, added to (or overriding) the built-in table, e.g. '
         '{"gpt-4.1-mini": {"input": 0.4, "output": 1.6}}; a key is a model name or a full model string '
-        "(openai-compatible:llama3). A model with no price has a null cost."))
+        "(openai-compatible:llama3). Names match exactly (and the vendors' dated snapshots of the built-in models); "
+        "a model with no price has a null cost, and is refused while a daily budget is set."))
     daily_budget_usd: float | None = Field(default=None, ge=0, description=(
-        "Each organization's daily budget in USD (UTC days): a call that would ask a model once it is spent "
-        "is refused; calls already running finish. Unset: no budget."))
+        "Each organization's daily budget in USD (UTC days): every model request reserves its estimated cost "
+        "(input from the request, all of max_tokens out) before it is sent, and one the budget cannot cover is not "
+        "sent (the call's result says budget_exceeded for what was not judged). Unset: no budget."))
     org_budgets_usd: dict[str, float] = Field(default_factory=dict, description=(
         'Daily budgets of particular organizations, as JSON, overriding JUDGE_MCP_DAILY_BUDGET_USD, e.g. '
         '{"acme": 5.0}.'))
@@ -229,12 +297,23 @@ class Settings(BaseSettings):
     @field_validator("allowed_roots")
     @classmethod
     def _resolve_roots(cls, value: list[Path]) -> list[Path]:
-        roots = [p.expanduser().resolve() for p in value]
-        for i, root in enumerate(roots, 1):
-            if root == Path(root.anchor):
-                raise ValueError(f"entry {i} is {str(root)!r}, which would open the whole filesystem; "
-                                 "name the project directories instead, e.g. /home/me/project")
-        return roots
+        return checked_roots(value)
+
+    @field_validator("org_roots", mode="before")
+    @classmethod
+    def _parse_org_roots(cls, value: object) -> object:
+        return parse_org_roots(value) if isinstance(value, str) else value
+
+    @field_validator("org_roots")
+    @classmethod
+    def _resolve_org_roots(cls, value: dict[str, list[Path]]) -> dict[str, list[Path]]:
+        out = {}
+        for org, roots in value.items():
+            try:
+                out[org] = checked_roots(roots)
+            except ValueError as exc:
+                raise ValueError(f"organization {org!r}: {exc}") from None
+        return out
 
     @field_validator("allowed_hosts", "allowed_origins", mode="before")
     @classmethod
@@ -242,6 +321,21 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [p.strip() for p in value.split(",") if p.strip()]
         return value
+
+    @field_validator("toolsets", mode="before")
+    @classmethod
+    def _split_toolsets(cls, value: object) -> object:
+        if isinstance(value, str):
+            names = [p.strip() for p in value.split(",") if p.strip()]
+            return None if not names or names == ["all"] else names
+        return value
+
+    @field_validator("toolsets")
+    @classmethod
+    def _check_toolsets(cls, value: list[str] | None) -> list[str] | None:
+        from .roles import check_toolsets
+
+        return None if value is None else check_toolsets(value)
 
     @field_validator("tokens", mode="before")
     @classmethod
@@ -262,6 +356,70 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _home_absolute(self) -> Settings:
         self.home = self.home.expanduser().resolve()
+        return self
+
+    @model_validator(mode="after")
+    def _compatible_key_has_its_server(self) -> Settings:
+        if self.compatible_api_key and not self.compatible_base_url:
+            raise ValueError("JUDGE_MCP_COMPATIBLE_API_KEY is set but JUDGE_MCP_COMPATIBLE_BASE_URL is not: the key "
+                             "is sent only to that server (e.g. JUDGE_MCP_COMPATIBLE_BASE_URL=http://127.0.0.1:8080/v1)")
+        return self
+
+    def secrets(self) -> list[str]:
+        """Every secret these settings hold: API keys, bearer tokens, passwords and user info in URLs."""
+        values = [self.anthropic_api_key, self.openai_api_key, self.compatible_api_key, *self.tokens]
+        for url in (self.database_url, self.chroma_url, self.compatible_base_url, self.openai_base_url,
+                    self.anthropic_base_url):
+            parts = urllib.parse.urlsplit(url or "")
+            values.append(parts.password)
+            if parts.scheme in ("http", "https") and parts.password is None:
+                values.append(parts.username)  # https://<token>@host: the user part is the credential
+            values += [v for k, v in urllib.parse.parse_qsl(parts.query) if _SECRET_PARAM.search(k)]
+        return [v for v in values if v]
+
+    def register_secrets(self) -> None:
+        """Make every message a caller or a log reads mask these settings' secrets (judges/errors.py SECRETS)."""
+        SECRETS.add(*self.secrets())
+
+    @model_validator(mode="after")
+    def _home_outside_roots(self) -> Settings:
+        """The data home (database, embedded store, cached tool listing) is never reachable through a root, and
+        ALLOWED_ROOTS and ORG_ROOTS are not both set (which one applies would be a guess)."""
+        if self.allowed_roots and self.org_roots:
+            raise ValueError("JUDGE_MCP_ALLOWED_ROOTS and JUDGE_MCP_ORG_ROOTS are both set: set one of them "
+                             "(JUDGE_MCP_ORG_ROOTS gives each organization its own roots, e.g. "
+                             "'acme=/srv/acme;globex=/srv/globex')")
+        named = [(root, "JUDGE_MCP_ALLOWED_ROOTS") for root in self.allowed_roots]
+        named += [(root, f"JUDGE_MCP_ORG_ROOTS, organization {org!r}")
+                  for org, roots in self.org_roots.items() for root in roots]
+        home = Path(os.path.realpath(self.home))
+        kept = [("JUDGE_MCP_HOME", home, "database and cached tool listing")]
+        if self.model_cache is not None:
+            kept.append(("JUDGE_MCP_MODEL_CACHE", Path(os.path.realpath(self.model_cache.expanduser())),
+                         "embedding model, which every organization's searches use"))
+        for root, variable in named:
+            for name, place, what in kept:
+                if place == root or place.is_relative_to(root):
+                    raise ValueError(f"{name} ({place}) lies inside the root {root} ({variable}): callers could "
+                                     f"read and overwrite the server's {what} through it. Move it out of every "
+                                     "root (e.g. JUDGE_MCP_HOME=/var/lib/judge-mcp) or name narrower roots")
+                if root.is_relative_to(place):
+                    raise ValueError(f"the root {root} ({variable}) lies inside {name} ({place}): callers could "
+                                     f"read and overwrite the server's {what} through it. Name a root outside "
+                                     f"it, or move {name}")
+        scratch = Path(os.path.realpath(tempfile.gettempdir()))
+        for root, variable in named[len(self.allowed_roots):]:
+            if scratch.is_relative_to(root):
+                raise ValueError(f"the root {root} ({variable}) holds the temporary directory {scratch}, where "
+                                 "every organization's gate copies and uploads pass: name a narrower directory")
+        # The gate sandbox mounts /usr and the Python installation read-only into every organization's gates.
+        mounted = {Path("/usr"), *(Path(os.path.realpath(p)) for p in (sys.prefix, sys.base_prefix))}
+        for name, place in [("JUDGE_MCP_HOME", home), *((v, r) for r, v in named[len(self.allowed_roots):])]:
+            for mount in mounted:
+                if place.is_relative_to(mount):
+                    raise ValueError(f"{name} ({place}) lies inside {mount}, which the gate sandbox shows (read-only) "
+                                     "to every organization's code: move it out (e.g. JUDGE_MCP_HOME="
+                                     "/var/lib/judge-mcp, roots under /srv)")
         return self
 
     @model_validator(mode="after")
@@ -298,6 +456,11 @@ class Settings(BaseSettings):
     def model_cache_dir(self) -> Path:
         return self.model_cache or self.home / "models"
 
+    @property
+    def patch_journal_dir(self) -> Path:
+        """Notes of the roots where an apply_patch is under way: the next start finishes or undoes a crashed one."""
+        return self.home / "patch-journals"
+
     # The gate sandbox (judge_code / propose_patch run the caller's code in their gates).
     gate_sandbox: str = Field(default="auto", pattern="^(auto|bwrap|none)$", description=(
         "auto: bubblewrap when it works here, else none; bwrap: required (the server stops at start without it); "
@@ -310,16 +473,71 @@ class Settings(BaseSettings):
     gate_disk_mb: int = Field(default=GATE_LIMITS.work_mb, ge=16, description="Size of the sandboxed work copy's filesystem.")
 
 
+def variable_names() -> dict[str, str]:
+    """Each setting's environment variable, by field name (JUDGE_MCP_<NAME>, or the SDK's own name)."""
+    names: dict[str, str] = {}
+    for name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        names[name] = str(alias.choices[0]) if isinstance(alias, AliasChoices) else f"JUDGE_MCP_{name.upper()}"
+    return names
+
+
+def set_in_environment() -> dict[str, str]:
+    """The variables the settings read that are set in this environment (variable -> value as written), in the
+    order the settings are declared. Names match whatever their case, as pydantic-settings matches them."""
+    env = {k.upper(): v for k, v in os.environ.items()}
+    return {var: env[var] for var in variable_names().values() if var in env}
+
+
+def unknown_in_environment() -> list[str]:
+    """JUDGE_MCP_* variables set here that are no setting (a typo, or a setting of another version)."""
+    known = set(variable_names().values())
+    return sorted(k for k in (k.upper() for k in os.environ) if k.startswith("JUDGE_MCP_") and k not in known)
+
+
+SECRET_WORDS = frozenset({"KEY", "KEYS", "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS",
+                          "SSLPASSWORD", "APIKEY"})
+
+
+def is_secret(variable: str) -> bool:
+    """A variable whose value is a credential (API keys, bearer tokens, passwords): never printed."""
+    return bool(SECRET_WORDS & set(variable.upper().split("_")))
+
+
+def url_without_password(url: str, replacement: str = "***") -> str:
+    """`url` with the password of its user part replaced (a database or Chroma URL may carry one)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    if "://" not in url:  # a libpq key=value string: host=db password=...
+        return re.sub(r"((?:^|\s)(?:ssl)?password\s*=\s*)('[^']*'|\S*)", rf"\g<1>{replacement}", url, flags=re.I)
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url
+    if password:
+        parts = parts._replace(netloc=f"{parts.username or ''}:{replacement}@{parts.netloc.rpartition('@')[2]}")
+    # libpq takes the password as a query parameter too (?password=..., ?sslpassword=...), some gateways a key.
+    query = "&".join(f"{name}={replacement}" if sep and is_secret(re.sub(r"[-.]", "_", name)) else f"{name}{sep}{value}"
+                     for name, sep, value in (p.partition("=") for p in parts.query.split("&"))) if parts.query else ""
+    return urlunsplit(parts._replace(query=query)) if password or query != parts.query else url
+
+
 def load_settings() -> Settings:
     """Settings from the environment; a bad value raises SystemExit naming the variable."""
     from pydantic import ValidationError
 
     try:
-        return Settings()
+        settings = Settings()
+        settings.register_secrets()
+        return settings
     except ValidationError as exc:
         lines = []
         for err in exc.errors():
-            field = str(err["loc"][0]) if err["loc"] else "?"
+            if not err["loc"]:  # a check across settings: its message names the variables
+                lines.append(str(err["msg"]).removeprefix("Value error, "))
+                continue
+            field = str(err["loc"][0])
             info = Settings.model_fields.get(field)
             alias = info.validation_alias if info else None
             var = alias.choices[0] if isinstance(alias, AliasChoices) else f"JUDGE_MCP_{field.upper()}"

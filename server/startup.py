@@ -19,9 +19,11 @@ heavy imports needs no `rag.warmup.HEAVY`; one lock keeps two threads from loadi
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -157,20 +159,23 @@ class LazyTools(ToolManager):
 
     def _build(self, name: str) -> None:
         with self._build_lock:
-            recipe = self._recipes.pop(name, None)
+            # The recipe stays until the tool is in place: a concurrent first call that finds it waits here for
+            # the build (popped first, that call found neither and answered "Unknown tool").
+            recipe = self._recipes.get(name)
             if recipe is not None:
                 fn, kwargs = recipe
                 tool = Tool.from_function(fn, **kwargs)
                 if tool.fn_metadata.output_schema is not None:
                     tool.fn_metadata.output_schema = lean_schema(tool.fn_metadata.output_schema)
                 self._tools[tool.name] = tool
+                del self._recipes[name]
 
     def get_tool(self, name: str) -> Tool | None:
         module = self.module_of.get(name)
         if name in self._promised and module is not None:
             self.load_module(module)  # or wait while another thread loads it
-        if name in self._recipes:
-            self._build(name)
+        if name in self._recipes or name not in self._tools:
+            self._build(name)  # or wait while another thread (the background build) builds it
         return super().get_tool(name)
 
     def list_tools(self) -> list[Tool]:
@@ -191,6 +196,50 @@ def lean_schema(schema: Any) -> Any:
     `{"anyOf": [{"type": "string"}, {"type": "null"}]}`) is written as one type list (`{"type": ["string",
     "null"]}`), so no error is built for every branch that does not match. It admits exactly the same values."""
     return _type_lists(_inlined(schema))
+
+
+def listed_input(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's input schema as tools/list shows it (a host puts it into its model's context): no automatic
+    titles; an optional argument whose default is null shown as its value's type alone (leaving it out is
+    how a caller says null; the server still accepts an explicit null); and the options many tools share
+    (server/options.py) without their description, which the server's instructions give once."""
+    from .options import LISTED, SHARED_OPTIONS
+
+    schema = untitled(schema)
+    required = set(schema.get("required", []))
+    properties = {}
+    for name, node in schema.get("properties", {}).items():
+        options = node.get("anyOf") if isinstance(node, dict) else None
+        if name not in required and node.get("default", 0) is None and isinstance(options, list) and \
+                len(options) == 2 and {"type": "null"} in options:
+            (value,) = [o for o in options if o != {"type": "null"}]
+            node = {**value, **{k: v for k, v in node.items() if k not in ("anyOf", "default")}}
+        if name in SHARED_OPTIONS and node.get("description") == SHARED_OPTIONS[name]:
+            node = {k: v for k, v in node.items() if k != "description"} | (
+                {"description": LISTED[name]} if name in LISTED else {})
+        properties[name] = node
+    return {**schema, "properties": properties} if "properties" in schema else schema
+
+
+def untitled(schema: Any) -> Any:
+    """`schema` without the `title` keywords pydantic writes on every model and field ("Agent Id" for agent_id):
+    a host puts each tool's input schema into its model's context, where they repeat the names at a cost.
+    Property names are kept, even one called "title"; values (defaults, enums, examples) are left as they are."""
+    if isinstance(schema, list):
+        return [untitled(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(value, dict):
+            out[key] = {name: untitled(sub) for name, sub in value.items()}
+        elif key in ("default", "examples", "const", "enum"):
+            out[key] = value
+        else:
+            out[key] = untitled(value)
+    return out
 
 
 # Keywords that only annotate (a reference's siblings with these may be merged into its definition).
@@ -343,7 +392,10 @@ class Listing:
 
 
 class ListingCache:
-    """The tools/list answer of one code version, in the data home."""
+    """The tools/list answer of one code version, in the data home, sealed with an HMAC whose key (random, made
+    by the first start, mode 0600) lives beside it: a listing edited by anyone without the key is ignored (and
+    rebuilt from the code), so a tampered file never changes what the tools say. The data home is also never
+    inside an allowed root (server/settings.py), so no caller reaches either file."""
 
     def __init__(self, directory: Path):
         self.directory = directory
@@ -355,10 +407,49 @@ class ListingCache:
             self._key = listing_key()
         return self.directory / f"tools-{self._key}.json"
 
-    def read(self) -> Listing | None:
-        """The cached listing, if there is a well-formed one for this code."""
+    def _secret(self, create: bool) -> bytes | None:
+        """The sealing key; made (atomically: a complete file or none) when `create` and there is none yet."""
+        path = self.directory / "listing.key"
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            secret = path.read_bytes()
+            return secret if len(secret) == 32 else None
+        except FileNotFoundError:
+            if not create:
+                return None
+        except OSError:
+            return None
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".listing.key.{os.getpid()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(os.urandom(32))
+            try:
+                os.link(tmp, path)  # fails when another process made the key first: then that one is read
+            except FileExistsError:
+                pass
+            finally:
+                tmp.unlink()
+            return self._secret(create=False)
+        except OSError as exc:
+            log.debug("no key to seal the tool listing: %s", exc)
+            return None
+
+    # The file is JSON that starts with its seal: {"seal":"<HMAC-SHA256 of everything after this prefix>",...}.
+    # Sealing the bytes as written costs ~0.3 ms a start (a canonical re-dump of the parsed listing cost ~10).
+    _PREFIX = re.compile(r'\{"seal":"([0-9a-f]{64})",')
+
+    def read(self) -> Listing | None:
+        """The cached listing, if there is a well-formed one for this code, sealed with this home's key."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+            secret, sealed = self._secret(create=False), self._PREFIX.match(text)
+            rest = text[sealed.end():] if sealed else ""
+            if secret is None or sealed is None or not hmac.compare_digest(
+                    sealed.group(1), hmac.new(secret, rest.encode(), hashlib.sha256).hexdigest()):
+                log.warning("the cached tool listing %s fails its check (edited?); listing from the code", self.path)
+                return None
+            data = json.loads(text)
             tools = [MCPTool.model_validate(t) for t in data["tools"]]
             modules = {str(m): [str(n) for n in names] for m, names in data["modules"].items()}
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
@@ -370,11 +461,15 @@ class ListingCache:
     def save(self, tools: list[MCPTool], modules: dict[str, list[str]]) -> None:
         """Write atomically (several processes may share the home); a failure only costs the next start time."""
         try:
+            secret = self._secret(create=True)
+            if secret is None:
+                return
             self.directory.mkdir(parents=True, exist_ok=True)
+            rest = json.dumps({"tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools],
+                               "modules": modules})[1:]
+            seal = hmac.new(secret, rest.encode(), hashlib.sha256).hexdigest()
             tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({
-                "tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools],
-                "modules": modules}), encoding="utf-8")
+            tmp.write_text(f'{{"seal":"{seal}",{rest}', encoding="utf-8")
             os.replace(tmp, self.path)
         except OSError as exc:
             log.debug("tool listing not cached: %s", exc)

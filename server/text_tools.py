@@ -45,7 +45,8 @@ def register(mcp: MCPServer[Any]) -> None:
         context: Annotated[list[str] | None, Field(description="Passages the text should rely on.")] = None,
         agent_id: OptionalAgent = None,
         method: Annotated[Literal["direct", "g_eval"], Field(description=(
-            "g_eval: evaluation steps are generated once per rubric (cached per model) and used for every item."
+            "g_eval: the model first writes evaluation steps for each rubric, then scores by them; a later call "
+            "reuses them from your organization's result cache (cache: false asks again)."
         ))] = "direct",
         cache: UseCache = True,
         background: Background = False,

@@ -12,10 +12,6 @@ import pytest
 from server.settings import Settings
 from tests.fake_model_server import FakeModelServer
 
-CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
-if not CORPORA.is_dir():
-    CORPORA = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpora"
-
 _real_connect = socket.socket.connect
 
 
@@ -64,7 +60,11 @@ MODEL_CACHE = Path(tempfile.gettempdir()) / "judge-mcp-test-models"
 
 
 def make_settings(home: Path, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {"home": home, "allowed_roots": [home], "max_retry_wait_s": 5.0,
+    """Settings whose one allowed root is `home` (created), with the data beside it (mcp_helpers.data_home)."""
+    from tests.mcp_helpers import data_home
+
+    home.mkdir(parents=True, exist_ok=True)
+    values: dict[str, Any] = {"home": data_home(home), "allowed_roots": [home], "max_retry_wait_s": 5.0,
                               "model_cache": MODEL_CACHE, "warm_embeddings": False}
     values.update(overrides)
     return Settings(**values)
@@ -91,13 +91,6 @@ async def client(settings: Settings) -> AsyncIterator[Any]:
 
     async with Client(create_server(settings)) as c:
         yield c
-
-
-def corpus(*parts: str) -> Path:
-    path = CORPORA.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"shared corpora not found at {path}")
-    return path
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ OpenAI SDK, which counts every request the server sends."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -196,19 +197,37 @@ async def test_get_usage_counts_the_cached_replies_and_what_they_saved(tmp_path:
 
 async def test_a_call_past_the_daily_budget_is_refused_saying_the_budget_and_the_spend(
         tmp_path: Path, fake: FakeModelServer) -> None:
+    async with judge_mcp(tmp_path / "home", fake, JUDGE_MCP_PRICES=PRICES) as s:
+        await with_agent(s.client)
+        await evaluate(s.client)  # spent before the budget was set
     async with judge_mcp(tmp_path / "home", fake, JUDGE_MCP_PRICES=PRICES,
                          JUDGE_MCP_DAILY_BUDGET_USD="0.00005") as s:
-        await with_agent(s.client)
-        await evaluate(s.client)  # starts under the budget, and finishes
         refused = await error_of(s.client, "evaluate_image", brief="a blue square", images=[png_b64("blue")])
         agents = await call(s.client, "list_agents")  # tools that ask no model still answer
     today = datetime.now(UTC).date().isoformat()
     assert refused == (
         "Error executing tool evaluate_image: the daily budget of organization 'default' is spent: $0.000092 of "
-        f"$0.00005 used today (UTC day {today}); calls that ask a model are refused until 00:00 UTC, calls already "
-        "running finish (raise JUDGE_MCP_DAILY_BUDGET_USD, or this organization's entry in "
-        "JUDGE_MCP_ORG_BUDGETS_USD)")
+        f"$0.00005 used today (UTC day {today}); calls that ask a model are refused until 00:00 UTC, and a running "
+        "call stops before any request the budget cannot cover (raise JUDGE_MCP_DAILY_BUDGET_USD, or this "
+        "organization's entry in JUDGE_MCP_ORG_BUDGETS_USD)")
     assert len(fake.requests) == 1 and len(agents["agents"]) == 1
+
+
+async def test_a_request_the_budget_cannot_cover_is_not_sent_and_the_result_says_so(
+        tmp_path: Path, fake: FakeModelServer) -> None:
+    """Its estimate (the image, the prompt and all 2048 tokens it may write) is above the whole budget."""
+    async with judge_mcp(tmp_path / "home", fake, JUDGE_MCP_PRICES=PRICES, JUDGE_MCP_DAILY_BUDGET_USD="0.00005") as s:
+        await with_agent(s.client)
+        result = await evaluate(s.client)
+    (evaluation,) = result["evaluations"]
+    today = datetime.now(UTC).date().isoformat()
+    assert (evaluation["status"], evaluation["score"], result["winner_index"]) == ("failed", None, None)
+    assert re.fullmatch(
+        r"budget_exceeded: the daily budget of organization 'default' cannot cover another request to "
+        rf"openai:gpt-fake: \$0 of \$0.00005 spent today \(UTC day {today}\) and this request may cost up to "
+        r"\$0.0\d+; it was not sent, nor is any later request of this call", evaluation["error"])
+    assert (result["usage"]["budget_exceeded"], result["usage"]["refused_requests"]) == (True, 1)
+    assert fake.requests == []
 
 
 # --- two organizations over HTTP ----------------------------------------------------------------------------
@@ -253,15 +272,13 @@ async def test_another_organization_does_not_hit_the_first_ones_cache(tmp_path: 
 
 async def test_one_organizations_budget_override_refuses_it_alone(tmp_path: Path, fake: FakeModelServer) -> None:
     with http_server(tmp_path / "home", fake, JUDGE_MCP_PRICES=PRICES,
-                           JUDGE_MCP_ORG_BUDGETS_USD=json.dumps({"org-a": 0.00005})) as url:
+                     JUDGE_MCP_ORG_BUDGETS_USD=json.dumps({"org-a": 0.00005})) as url:
         async with http_client(url, "tok-a") as a, http_client(url, "tok-b") as b:
             await with_agent(a)
             await with_agent(b)
-            await evaluate(a)
-            await evaluate(b)
-            refused = await error_of(a, "evaluate_image", brief="a blue square", images=[png_b64("blue")])
+            from_a = await evaluate(a)  # its one request may cost more than org-a's whole budget: not sent
+            from_b = await evaluate(b)
             still = await evaluate(b, cache=False)
-    assert "the daily budget of organization 'org-a' is spent" in refused
-    assert still["usage"]["requests"] == 1
-
-
+    assert from_a["evaluations"][0]["error"].startswith(
+        "budget_exceeded: the daily budget of organization 'org-a' cannot cover another request")
+    assert (from_b["usage"]["requests"], still["usage"]["requests"], len(fake.requests)) == (1, 1, 2)

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from tests.fake_model_server import FakeModelServer, Recorded, Scripted
-from tests.test_calibration import corpus_ratings, overall
+from tests.test_calibration import alpha_by_pairs
 from tests.test_text_tools_as_used import fenced, judge_mcp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -34,35 +34,54 @@ async def wait_job(c: Any, job_id: str) -> dict[str, Any]:
             await anyio.sleep(0.1)
 
 
-@pytest.mark.usefixtures("on_engine")  # the report is stored, and read back
-async def test_a_noisy_scorer_on_the_viescore_ratings_has_the_expected_correlations(
-        tmp_path: Path, fake_server: FakeModelServer) -> None:
-    from scipy import stats
-
-    units = list(corpus_ratings().items())
-    means = [sum(overall(*r) for r in ratings) / 3 for _, ratings in units]
+async def noisy_scorer_report(tmp_path: Path, fake_server: FakeModelServer,
+                              rows: list[tuple[str, list[float]]]) -> tuple[dict[str, Any], dict[str, Any], list[float]]:
+    """calibrate_judge (score_text) through a real `judge-mcp` on `rows` ((id, each rater's score in [0, 1])), the
+    judge scripted as 10 × the humans' mean plus a known noise. Returns the job, the stored report read back and the
+    humans' means."""
+    means = [sum(scores) / len(scores) for _, scores in rows]
     fake_server.respond_with(lambda rec: Scripted(text=json.dumps({"score": scripted_score(
         int(m.group(1)), means[int(m.group(1))])}) if (m := re.search(r"ITEM (\d+) ", rec.text())) else "no item"))
     home = tmp_path / "home"
     home.mkdir()
-    (home / "vie.jsonl").write_text("\n".join(json.dumps({
-        "id": f"{uid}/{model}", "text": f"ITEM {i} {model} {uid}",
-        "human_scores": [overall(*r) for r in ratings]}) for i, ((uid, model), ratings) in enumerate(units)))
+    (home / "ratings.jsonl").write_text("\n".join(json.dumps({"id": item, "text": f"ITEM {i} {item}", "human_scores": scores})
+                                                 for i, (item, scores) in enumerate(rows)))
     async with judge_mcp(home, fake_server) as c:
         started = await c.call_tool("calibrate_judge", {
-            "judge": "score_text", "dataset_path": str(home / "vie.jsonl"), "human_scale": {"min": 0, "max": 1},
+            "judge": "score_text", "dataset_path": str(home / "ratings.jsonl"), "human_scale": {"min": 0, "max": 1},
             "criteria": [{"name": "overall", "description": "How well the image follows the prompt, and its "
                                                             "quality.", "scale": {"min": 0, "max": 10}}]})
         job = await wait_job(c, started.structured_content["job_id"])
-        report = job["result"]
-        again = (await c.call_tool("get_calibration", {"calibration_id": report["calibration_id"]})).structured_content
+        again = (await c.call_tool("get_calibration", {"calibration_id": job["result"]["calibration_id"]})).structured_content
+    return job, again, means
+
+
+def expected_scores(means: list[float]) -> Any:
+    from scipy import stats
+
     judge = [scripted_score(i, m) for i, m in enumerate(means)]
-    assert job["status"] == "completed" and (report["items"], report["judged"], report["failed"]) == (985, 985, 0)
+    return pytest.approx((stats.spearmanr(means, judge).statistic, stats.kendalltau(means, judge).statistic,
+                          stats.pearsonr(means, judge).statistic), abs=1e-12)
+
+
+def three_raters(items: int) -> list[tuple[str, list[float]]]:
+    """`items` images, each rated in [0, 1] by three raters who agree on the trend and differ by up to 0.1."""
+    return [(f"image-{i}", [round(min(1.0, max(0.0, (i * 7 % 20) / 20 + 0.05 * ((i + r) % 3 - 1))), 2) for r in range(3)])
+            for i in range(items)]
+
+
+@pytest.mark.usefixtures("on_engine")  # the report is stored, and read back
+async def test_a_noisy_scorer_on_three_raters_has_the_expected_correlations(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    rows = three_raters(60)
+    job, again, means = await noisy_scorer_report(tmp_path, fake_server, rows)
+    report = job["result"]
+    assert job["status"] == "completed" and (report["items"], report["judged"], report["failed"]) == (60, 60, 0)
     assert (report["scores"]["spearman"], report["scores"]["kendall_tau"], report["scores"]["pearson"]) == \
-        pytest.approx((stats.spearmanr(means, judge).statistic, stats.kendalltau(means, judge).statistic,
-                       stats.pearsonr(means, judge).statistic), abs=1e-12)
-    assert round(report["humans"]["krippendorff_alpha"], 6) == 0.526333 and report["humans"]["raters"] == 3
-    assert again == report and len(fake_server.requests) == 985
+        expected_scores(means)
+    assert report["humans"]["raters"] == 3
+    assert report["humans"]["krippendorff_alpha"] == pytest.approx(alpha_by_pairs([s for _, s in rows]), abs=1e-12)
+    assert again == report and len(fake_server.requests) == 60
 
 
 PAIRS = [("Pick the better answer.", "GOOD answer one", "bad", "A"),

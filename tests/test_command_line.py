@@ -50,7 +50,7 @@ def test_check_model_says_the_model_answered(tmp_path: Path, fake_server: FakeMo
     done = judge_mcp("check", "--model", env=env)
     assert done.returncode == 0, done.stderr
     reach = [line for line in done.stderr.splitlines() if line.startswith("reach ")]
-    assert len(reach) == 1 and re.fullmatch(r"reach    the model answered in \d+ ms \(judge-test: 'OK'\)", reach[0])
+    assert len(reach) == 1 and re.fullmatch(r"reach    ok: the model answered in \d+ ms \(judge-test: 'OK'\)", reach[0])
     assert fake_server.requests[0].body["model"] == "judge-test"
 
 
@@ -61,8 +61,8 @@ def test_check_model_is_a_problem_when_the_model_refuses(tmp_path: Path, fake_se
     done = judge_mcp("check", "--model", env=env)
     assert done.returncode == 1
     reach = next(line for line in done.stderr.splitlines() if line.startswith("reach "))
-    assert reach.startswith("reach    ERROR: the model did not answer (")
-    assert done.stderr.splitlines()[-1] == "result   1 problem(s)"
+    assert reach.startswith("reach    missing: the model did not answer (")
+    assert done.stderr.splitlines()[-1] == "result   1 problem(s): reach cannot work as configured (see above)"
 
 
 def test_check_without_model_sends_nothing(tmp_path: Path, fake_server: FakeModelServer) -> None:
@@ -138,7 +138,7 @@ def test_ctrl_c_stops_a_stdio_server_at_once_without_a_traceback(tmp_path: Path)
 def test_the_first_start_of_a_fresh_home_prints_only_our_log_lines(tmp_path: Path) -> None:
     # A fresh data home with its own model cache: the embedding model is exported on this start.
     home = tmp_path / "home"
-    env = server_env(home, JUDGE_MCP_WARM_DELAY_S="0", JUDGE_MCP_MODEL_CACHE=str(home / "models"),
+    env = server_env(home, JUDGE_MCP_WARM_DELAY_S="0", JUDGE_MCP_MODEL_CACHE=str(tmp_path / "models"),
                      JUDGE_MCP_LOG_LEVEL="INFO") | {"PYTHONPATH": REPO}
     proc = subprocess.Popen([sys.executable, "-m", "server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, cwd="/", text=True)
@@ -147,10 +147,10 @@ def test_the_first_start_of_a_fresh_home_prints_only_our_log_lines(tmp_path: Pat
     proc.stdin.flush()
     assert '"id":1' in proc.stdout.readline()
     deadline = time.monotonic() + 240
-    while not (home / "models" / "all-MiniLM-L6-v2-fused-int8.onnx").exists() and time.monotonic() < deadline:
+    while not (tmp_path / "models" / "all-MiniLM-L6-v2-fused-int8.onnx").exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     while not _parse_worker_of(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.2)  # the warm-up's last step starts the parse worker
+        time.sleep(0.2)  # the warm-up starts the parse worker
     proc.stdin.close()
     proc.wait(timeout=30)
     lines = proc.stderr.read().splitlines()

@@ -1,100 +1,84 @@
-"""Document formats on the shared corpora: the expected text, or the expected clean failure."""
+"""Document formats on PDFs and DOCX files the tests write (tests/documents.py), read by the real pypdf and
+mammoth: the expected text, or the expected clean failure. The same on real-world files: tests_corpora/."""
 
 from __future__ import annotations
 
 import io
-import json
 import zipfile
 
 import pytest
 
 from rag.formats import DOCX, MARKDOWN, PDF, TEXT, DocumentError, Limits, detect_mime, parse
-from tests.conftest import CORPORA, corpus
+from tests import documents
 
 LIMITS = Limits()
 
 
-def pdf(name: str) -> bytes:
-    return corpus("pdf", name).read_bytes()
+BRAND = [["Brand guidelines (2026)", "The primary blue is HEX#488EFF; the accent is 3274F9."],
+         ["Logo", "Keep clear space around the logo equal to its height."],
+         ["Typography", "Headings use a geometric sans serif."]]
 
 
-def test_pdf_text_matches_upstream_crazyones() -> None:
-    expected = corpus("pdf", "crazyones.txt").read_text(encoding="utf-8").replace("\r\n", "\n")
-    assert parse(pdf("crazyones.pdf"), "c.pdf", LIMITS).text == expected.strip("\n")
-
-
-def test_multilingual_pdf_keeps_every_script() -> None:
-    text = parse(pdf("hello-world.pdf"), None, LIMITS).text
-    for phrase in ("Hello World", "مرحبا بالعالم", "Привет, мир", "你好世界", "สวัสดีชาวโลก", "こんにちは世界"):
-        assert phrase in text
+def test_pdf_text_is_the_lines_of_each_page() -> None:
+    assert parse(documents.pdf(BRAND), "brand.pdf", LIMITS).text == (
+        "Brand guidelines (2026)\nThe primary blue is HEX#488EFF; the accent is 3274F9.\n\n"
+        "Logo\nKeep clear space around the logo equal to its height.\n\n"
+        "Typography\nHeadings use a geometric sans serif.")
 
 
 def test_pdf_pages_are_counted_and_offset() -> None:
-    doc = parse(pdf("pdflatex-outline.pdf"), None, LIMITS)
-    assert doc.pages == 4
-    # Each offset lands on the first words of its page (pdflatex-outline.pdf: contents, then pages 1-3).
-    assert [doc.text[start : start + 24] for start in doc.page_starts] == [
-        "Contents\n1 Foo 2\n2 Bar 2",
-        "1 Foo\nHello, here is som",
-        "written and an impressio",
-        "gives you information ab",
-    ]
+    doc = parse(documents.pdf(BRAND), None, LIMITS)
+    assert doc.pages == 3
+    assert [doc.text[start : start + 12] for start in doc.page_starts] == ["Brand guidel", "Logo\nKeep cl", "Typography\nH"]
 
 
-@pytest.mark.parametrize("name", ["r2-empty-password.pdf", "r6-empty-password.pdf", "unencrypted.pdf"])
-def test_empty_password_pdfs_decrypt(name: str) -> None:
-    assert parse(pdf(name), None, LIMITS).text == "pdf encryption test\npassword: asdfzxcv"
+@pytest.mark.parametrize("algorithm", ["RC4-40", "RC4-128", "AES-256"])
+def test_empty_password_pdfs_decrypt(algorithm: str) -> None:
+    locked = documents.encrypted(documents.pdf([["pdf encryption test", "password: asdfzxcv"]]), "", algorithm)
+    assert b"/Encrypt" in locked
+    assert parse(locked, None, LIMITS).text == "pdf encryption test\npassword: asdfzxcv"
 
 
 def test_pdf_with_a_real_password_fails_cleanly() -> None:
-    with pytest.raises(DocumentError, match="password-protected"):
-        parse(pdf("libreoffice-writer-password.pdf"), None, LIMITS)
+    locked = documents.encrypted(documents.pdf([["the secret plan"]]), "letmein")
+    with pytest.raises(DocumentError, match=r"^the PDF is password-protected; remove the password and upload it again$"):
+        parse(locked, None, LIMITS)
 
 
 def test_malformed_xref_pdf_is_recovered() -> None:
-    assert "test example" in parse(pdf("issue-297.pdf"), None, LIMITS).text
+    damaged = documents.pdf([["test example of a damaged file"]], xref_shift=7)
+    table = damaged[damaged.index(b"\nxref\n") + 1 :].split(b"\n")
+    first = int(table[3].split()[0])  # object 1's entry, after "xref", "0 7" and the free entry
+    assert not damaged[first:].startswith(b"1 0 obj")  # the damage is real: the table points past object 1
+    assert parse(damaged, None, LIMITS).text == "test example of a damaged file"
 
 
-@pytest.mark.parametrize("name", ["git.pdf", "box.pdf"])
-def test_image_only_pdf_has_no_extractable_text(name: str) -> None:
-    with pytest.raises(DocumentError, match=r"no extractable text \(scanned document\? OCR is not supported\)"):
-        parse(pdf(name), None, LIMITS)
+def test_image_only_pdf_has_no_extractable_text() -> None:
+    with pytest.raises(DocumentError, match=r"^no extractable text \(scanned document\? OCR is not supported\)$"):
+        parse(documents.pdf([[], []], image_only=True), None, LIMITS)
 
 
-def test_ocr_layer_pdf_is_read() -> None:
-    assert len(parse(pdf("Seige_of_Vicksburg_Sample_OCR.pdf"), None, LIMITS).text) > 10000
+def test_uncompressed_pdf_is_read() -> None:
+    assert parse(documents.pdf([["Plain (uncompressed) stream"]], compress=False), None, LIMITS).text == \
+        "Plain (uncompressed) stream"
 
 
-def test_brand_colour_codes_survive_extraction() -> None:
-    text = parse(pdf("zowe_conformance_brand_guidelines.pdf"), None, LIMITS).text
-    assert "HEX#488EFF" in text and "3274F9" in text
-
-
-def docx_expected() -> dict[str, dict]:
-    return json.loads(corpus("docx", "EXPECTED.json").read_text())["files"]
-
-
-def _docx_names() -> list[str]:
-    expected = CORPORA / "docx" / "EXPECTED.json"
-    if not expected.exists():
-        return []
-    return sorted(n for n in json.loads(expected.read_text())["files"] if n != "empty.docx")
-
-
-@pytest.mark.parametrize("name", _docx_names())
-def test_docx_raw_text_matches_mammoth(name: str) -> None:
-    expected = docx_expected()[name]["observed_mammoth_1.13.0_raw_text"].strip("\n")
-    assert parse(corpus("docx", name).read_bytes(), name, LIMITS).text == expected
+def test_docx_text_is_its_paragraphs_and_table_cells() -> None:
+    data = documents.docx(["Brand rules", "Blue is HEX#488EFF & never <recoloured>.",
+                           [["Colour", "Hex"], ["Blue", "#488EFF"]], "Keep clear space."], headings=[0])
+    assert parse(data, "brand.docx", LIMITS).text == (
+        "Brand rules\n\nBlue is HEX#488EFF & never <recoloured>.\n\nColour\n\nHex\n\nBlue\n\n#488EFF\n\n"
+        "Keep clear space.")
 
 
 def test_empty_docx_fails_as_having_no_text() -> None:
-    with pytest.raises(DocumentError, match="no text"):
-        parse(corpus("docx", "empty.docx").read_bytes(), "empty.docx", LIMITS)
+    with pytest.raises(DocumentError, match=r"^the document has no text$"):
+        parse(documents.docx([]), "empty.docx", LIMITS)
 
 
 def test_type_is_detected_by_content_not_extension() -> None:
-    assert detect_mime(pdf("crazyones.pdf"), "notes.txt") == PDF
-    assert detect_mime(corpus("docx", "tables.docx").read_bytes(), "x.pdf") == DOCX
+    assert detect_mime(documents.pdf(BRAND), "notes.txt") == PDF
+    assert detect_mime(documents.docx(["a"]), "x.pdf") == DOCX
     assert detect_mime(b"# Title\n", "brand.md") == MARKDOWN
     assert detect_mime(b"plain", "brand.txt") == TEXT
 
@@ -141,13 +125,3 @@ def flate_bomb_pdf(inflated: int) -> bytes:
         out.write(b"%010d 00000 n \n" % off)
     out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref))
     return out.getvalue()
-
-
-def test_pdf_with_an_image_keeps_its_text() -> None:
-    assert parse(pdf("jpeg.pdf"), None, LIMITS).text == "A PDF with a JPEG image."
-
-
-def test_toy_pdf_has_the_upstream_layout_lines() -> None:
-    """Upstream asserts layout mode; we extract plain text, so compare line by line, spacing aside."""
-    expected = [line.strip() for line in corpus("pdf", "toy.layout.txt").read_text().splitlines() if line.strip()]
-    assert parse(pdf("toy.pdf"), None, LIMITS).text.splitlines() == expected

@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from judges.code import sandbox
-from tests.mcp_helpers import free_port, processes_with, wait_for_port
+from tests.mcp_helpers import data_home, free_port, processes_with, wait_for_port
 from tests.test_transports import JUDGE_MCP, client_with_token, server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -54,7 +54,7 @@ class Server:
     canaries: dict[str, str]
 
 
-def start_server(root: Path, **extra: str) -> tuple[subprocess.Popen[bytes], Server]:
+def start_server(root: Path, command: Sequence[str] = (JUDGE_MCP,), **extra: str) -> tuple[subprocess.Popen[bytes], Server]:
     tag = uuid.uuid4().hex
     home, fake_home = root / "data", root / "user-home"
     (fake_home / ".ssh").mkdir(parents=True)
@@ -69,7 +69,7 @@ def start_server(root: Path, **extra: str) -> tuple[subprocess.Popen[bytes], Ser
                      JUDGE_MCP_WARM_EMBEDDINGS="false", **extra)
     stderr = root / "server.log"
     with stderr.open("wb") as err:
-        proc = subprocess.Popen([JUDGE_MCP, "--transport", "http", "--port", str(port)], env=env,
+        proc = subprocess.Popen([*command, "--transport", "http", "--port", str(port)], env=env,
                                 stdout=subprocess.DEVNULL, stderr=err)
     assert wait_for_port(port, 30), "the HTTP server did not start within 30 s"
     return proc, Server(f"http://127.0.0.1:{port}/mcp", port, proc.pid, home, fake_home, stderr, canaries)
@@ -227,7 +227,7 @@ async def attack(server: Server) -> dict[str, Any]:
         created = await a.call_tool("create_agent", {"name": server.canaries["sqlite"], "system_prompt": "p"})
         assert not created.is_error
     marker = f"judge-attack-{uuid.uuid4().hex}"
-    source = ATTACKS.format(pid=server.pid, port=server.port, data=str(server.home), fake_home=str(server.fake_home),
+    source = ATTACKS.format(pid=server.pid, port=server.port, data=str(data_home(server.home)), fake_home=str(server.fake_home),
                             marker=marker)
     before = {p: p.read_bytes() for p in server.fake_home.rglob("*") if p.is_file()}
     async with client_with_token(server.url, "tok-b") as b:
@@ -275,7 +275,7 @@ async def test_writes_outside_the_copy_reach_nothing_outside(attack: dict[str, A
     got = attack["got"]["test_write_outside"]
     # /tmp and the paths under it (the data directory lives in the host's /tmp here) are the sandbox's own tmpfs
     assert got["usr"] == "OSError" and got["input"] == "OSError"
-    assert not (server.home / "pwned").exists() and not (server.fake_home / "pwned").exists()
+    assert not (data_home(server.home) / "pwned").exists() and not (server.fake_home / "pwned").exists()
     assert not Path("/tmp", attack["marker"]).exists()
     after = {p: p.read_bytes() for p in server.fake_home.rglob("*") if p.is_file()}
     assert after == attack["before"]
@@ -412,7 +412,8 @@ async def test_operator_opt_in_runs_unsandboxed_gates_and_says_so(tmp_path: Path
         proc.wait(timeout=10)
     gate = result.structured_content["gates"][0]
     assert (gate["passed"], gate["sandbox"]) == (True, "none")
-    assert gate["sandbox_note"].startswith("gates ran without a sandbox: install bubblewrap")
+    assert gate["sandbox_note"] == ("gates ran without a sandbox: JUDGE_MCP_GATE_SANDBOX=none (auto, the default, "
+                                    "isolates them with bubblewrap where it works)")
 
 
 async def test_stdio_without_a_sandbox_runs_gates_and_every_result_says_none(tmp_path: Path) -> None:
@@ -426,7 +427,7 @@ async def test_stdio_without_a_sandbox_runs_gates_and_every_result_says_none(tmp
     gates = result.structured_content["gates"]
     assert [(g["name"], g["passed"], g["sandbox"]) for g in gates] == [
         ("lint", True, "none"), ("types", True, "none"), ("tests", True, "none")]
-    assert all("apt-get install bubblewrap" in g["sandbox_note"] for g in gates)
+    assert all(g["sandbox_note"].startswith("gates ran without a sandbox: JUDGE_MCP_GATE_SANDBOX=none") for g in gates)
 
 
 def test_option_values_are_joined_so_none_can_pass_for_an_option() -> None:
@@ -465,3 +466,138 @@ def test_without_a_cgroup_the_process_limit_binds_an_unprivileged_server() -> No
         prepared.close()
         box.rmdir()
     assert "Cannot fork" in proc.stderr and "all 200 started" not in proc.stdout
+
+
+# --- the sandbox wherever the interpreter, virtualenv and project live (issue 29) -------------------------
+
+GATE_TOOLS = ("ruff", "mypy", "pytest")
+
+
+def _distributions(names: Sequence[str]) -> list[Any]:
+    """The installed distributions of `names` and everything they require (extras aside)."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    found: dict[str, Any] = {}
+    todo = list(names)
+    while todo:
+        dist = importlib.metadata.distribution(todo.pop())
+        key = dist.metadata["Name"].lower().replace("_", "-")
+        if key not in found:
+            found[key] = dist
+            todo += [r.name for r in map(Requirement, dist.requires or [])
+                     if r.marker is None or r.marker.evaluate({"extra": ""})]
+    return list(found.values())
+
+
+def venv_at(where: Path) -> Path:
+    """A virtualenv at `where` with its own copy of the gate tools (ruff, mypy, pytest and their requirements;
+    hard links where it can); the server's other packages come from the running environment through a .pth
+    file, whose directories the sandbox does not show. Returns its python."""
+    import shutil
+    import site
+    import sys
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, capture_output=True)
+    packages = where / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    for dist in _distributions(GATE_TOOLS):
+        for name in dist.files or []:
+            source = Path(dist.locate_file(name))
+            target = Path(os.path.normpath(packages / name))  # scripts are listed as ../../../bin/<name>
+            if source.is_file() and not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.link(source, target)
+                except OSError:
+                    shutil.copy2(source, target)
+    (packages / "zz-server-packages.pth").write_text(
+        "".join(f"import site; site.addsitedir({d!r})\n" for d in site.getsitepackages()))
+    return where / "bin" / "python"
+
+
+IN_THE_SANDBOX = '''import os
+import socket
+import sys
+
+
+def test_runs_in_the_sandbox_on_the_venv_under_tmp() -> None:
+    assert (socket.gethostname(), os.getuid(), os.getcwd()) == ("judge-sandbox", 1000, "/judge/work")
+    assert sys.prefix == {venv!r}
+    with open("/proc/1/cmdline", "rb") as init:  # PID 1 of the sandbox's own PID namespace
+        assert init.read().split(b"\\0")[0].endswith(b"bwrap")
+'''
+
+
+async def test_gates_run_sandboxed_with_the_venv_and_the_project_under_tmp() -> None:
+    """Issue 29: a private /tmp mounted over the binds hid a venv under /tmp ("python: not found"), so the
+    sandbox was off, and over HTTP with tokens judge_code refused to run gates at all."""
+    import shutil
+
+    require_bwrap()
+    root = Path(tempfile.mkdtemp(prefix="judge-under-tmp-", dir="/tmp"))
+    try:
+        python = venv_at(root / "venv")
+        project = root / "data" / "project"
+        for rel, content in {**PROJECT, "tests/test_where.py": IN_THE_SANDBOX.format(venv=str(root / "venv"))}.items():
+            (project / rel).parent.mkdir(parents=True, exist_ok=True)
+            (project / rel).write_text(content)
+        proc, srv = start_server(root, command=(str(python), "-m", "server"))
+        try:
+            async with client_with_token(srv.url, "tok-b") as b:
+                result = await b.call_tool("judge_code", {"spec": "add numbers", "root": str(project)})
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+        assert not result.is_error, result.content[0].text
+        out = result.structured_content
+        assert [(g["name"], g["passed"], g["sandbox"]) for g in out["gates"]] == [
+            ("lint", True, "bwrap"), ("types", True, "bwrap"), ("tests", True, "bwrap")], [g["output_tail"] for g in out["gates"]]
+        assert out["signals"]["test"]["passed"] == 3
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+NO_NAMESPACES = ("echo 1 > /proc/sys/user/max_user_namespaces && "
+                 'exec unshare --user --map-user=1000 --map-group=1000 -- "$@"')
+
+
+async def test_when_bubblewrap_cannot_start_the_refusal_gives_its_own_reason_and_what_to_do(tmp_path: Path) -> None:
+    """The server runs where bubblewrap is installed but may not create a user namespace (a user namespace
+    whose limit is used up, as a locked-down host or container has): the refusal quotes bubblewrap's own
+    error and says what to change, and does not tell the operator to install what is installed."""
+    require_bwrap()
+    command = ("unshare", "--user", "--map-root-user", "--", "/bin/sh", "-c", NO_NAMESPACES, "judge-userns", JUDGE_MCP)
+    proc, srv = start_server(tmp_path, command=command)
+    try:
+        async with client_with_token(srv.url, "tok-b") as b:
+            result = await b.call_tool("judge_code", {"spec": "x", "files": [{"path": "a.py", "content": "x = 1\n"}]})
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    text = result.content[0].text
+    assert result.is_error
+    assert ("there is no sandbox for them here: bubblewrap /usr/bin/bwrap cannot start a sandbox here: 'bwrap: "
+            "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)'; "
+            "this host does not let bubblewrap create user namespaces: allow them") in text
+    assert "sysctl -w user.max_user_namespaces=15000 where it is 0" in text and "apt-get install" not in text
+
+
+def test_an_interpreter_the_sandbox_does_not_show_is_named_with_what_it_sees() -> None:
+    import sys
+
+    bwrap = require_bwrap()
+    bare = sandbox.Bwrap(path=bwrap.path, version=bwrap.version, read_only=(("/usr", "/usr"),), symlinks=bwrap.symlinks,
+                         pids_cgroup=bwrap.pids_cgroup, python=sys.executable)
+    why = sandbox._probe(bare)
+    assert why is not None and why.startswith(
+        f"the sandbox started but the interpreter {sys.executable} did not run inside it: ")
+    assert why.endswith("it sees only /usr read-only: run judge-mcp from an interpreter and virtualenv whose files "
+                        "are all under those paths")
+
+
+@pytest.mark.parametrize("prefix", ["/tmp", "/", "/home/judge/venv", "/judge/venv"])
+def test_a_python_installation_over_the_sandboxs_own_mounts_is_refused(prefix: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "_python_paths", lambda: [prefix])
+    with pytest.raises(RuntimeError, match=f"the Python installation at {prefix} would be bound over the sandbox's own"):
+        sandbox._layout()

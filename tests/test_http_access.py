@@ -273,8 +273,8 @@ def test_the_call_after_the_limit_is_refused_with_when_to_retry(db: Database) ->
     with pytest.raises(OverLimitError) as refused:
         limiter.take("acme", now)
     assert counted == [1, 2]
-    assert str(refused.value) == ("organization 'acme' has made its 2 calls this minute "
-                                  "(JUDGE_MCP_RATE_LIMIT_PER_MINUTE); retry in 15 s")
+    assert str(refused.value) == ("organization 'acme' has made its 2 requests this minute (calls, reads, lists and "
+                                  "model requests count together: JUDGE_MCP_RATE_LIMIT_PER_MINUTE); retry in 15 s")
 
 
 def test_each_organization_and_minute_has_its_own_count(db: Database) -> None:
@@ -318,6 +318,7 @@ async def test_an_organization_over_its_rate_limit_is_refused_over_http(tmp_path
         stop(proc)
     refused = [t for t in texts if t.startswith("limit reached")]
     # 8 calls span at most one minute boundary: at least the 4th..7th of one minute are refused.
-    assert refused and re.fullmatch(r"limit reached: organization 'org-a' has made its 3 calls this minute "
-                                    r"\(JUDGE_MCP_RATE_LIMIT_PER_MINUTE\); retry in \d+ s", refused[0])
+    assert refused and re.fullmatch(r"limit reached: organization 'org-a' has made its 3 requests this minute "
+                                    r"\(calls, reads, lists and model requests count together: "
+                                    r"JUDGE_MCP_RATE_LIMIT_PER_MINUTE\); retry in \d+ s", refused[0])
     assert other_org[0] is False

@@ -226,7 +226,7 @@ async def test_every_image_input_form_is_accepted(ic: Any, fake_server: FakeMode
                                                  image_b64: str) -> None:
     await agent(ic, "alpha", 50)
     fake_server.respond_with(by_system({"alpha": verdict(50)}))
-    path = model_settings.home / "img.png"
+    path = model_settings.allowed_roots[0] / "img.png"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(png())
     result = await call(ic, "evaluate_image", brief="b",
@@ -238,7 +238,7 @@ async def test_every_image_input_form_is_accepted(ic: Any, fake_server: FakeMode
 
 async def test_a_non_image_file_is_refused_clearly(ic: Any, model_settings: Settings) -> None:
     await agent(ic, "alpha", 50)
-    doc = model_settings.home / "notes.png"
+    doc = model_settings.allowed_roots[0] / "notes.png"
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text("not really a png")
     text = await error_of(ic, "evaluate_image", brief="b", images=[str(doc)])

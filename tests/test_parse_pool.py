@@ -9,7 +9,8 @@ import pytest
 
 from rag.formats import DocumentError, Limits
 from rag.worker import ParsePool
-from tests.test_formats import flate_bomb_pdf, pdf
+from tests import documents
+from tests.test_formats import flate_bomb_pdf
 
 LIMITS = Limits()
 
@@ -28,15 +29,16 @@ def worker_pids(p: ParsePool) -> list[int | None]:
 def test_a_worker_stays_warm_for_the_next_document(pool: ParsePool) -> None:
     first = pool.parse(b"first text", "a.txt", LIMITS, timeout_s=30)
     pid = worker_pids(pool)
-    second = pool.parse(pdf("hello-world.pdf"), "h.pdf", LIMITS, timeout_s=30)
-    assert first.text == "first text" and second.text.strip() and worker_pids(pool) == pid != []
+    second = pool.parse(documents.pdf([["Hello World"]]), "h.pdf", LIMITS, timeout_s=30)
+    assert (first.text, second.text) == ("first text", "Hello World") and worker_pids(pool) == pid != []
 
 
 def test_a_parse_past_its_budget_is_killed_and_the_next_one_gets_a_fresh_worker(pool: ParsePool) -> None:
     pool.parse(b"warm", "a.txt", LIMITS, timeout_s=30)
     (old,) = pool._idle
     with pytest.raises(DocumentError, match=r"longer than 0\.01 s"):
-        pool.parse(pdf("Seige_of_Vicksburg_Sample_OCR.pdf"), "v.pdf", LIMITS, timeout_s=0.01)
+        pool.parse(documents.pdf([[f"line {n} of page {p}" for n in range(40)] for p in range(200)]), "long.pdf",
+                   LIMITS, timeout_s=0.01)
     assert not old.proc.is_alive() and pool._idle == []
     assert pool.parse(b"after", "b.txt", LIMITS, timeout_s=30).text == "after"
 

@@ -241,7 +241,8 @@ async def test_a_call_whose_budget_read_waits_on_postgresql_leaves_the_server_an
     once the lock is released."""
     done, evaluated, _ = await _evaluate_while_locked(postgres, fake_server, tmp_path,
                                                       "LOCK TABLE usage_daily IN ACCESS EXCLUSIVE MODE",
-                                                      JUDGE_MCP_DAILY_BUDGET_USD="1")
+                                                      JUDGE_MCP_DAILY_BUDGET_USD="1",
+                                                      JUDGE_MCP_PRICES='{"gpt-fake": {"input": 2, "output": 10}}')
     assert done == ["list_agents: 1 agent(s)", "evaluate_image"]
     assert [e["score"] for e in evaluated["evaluations"]] == [70.0] and len(fake_server.requests) == 1
 

@@ -2,17 +2,48 @@
 
 from __future__ import annotations
 
-from judges.models.prices import DEFAULT_PRICES, Price, cost_of, price_of
-from judges.models.protocol import Usage
+from judges.models.prices import (
+    DEFAULT_PRICES,
+    IMAGE_TOKENS,
+    MESSAGE_TOKENS,
+    Price,
+    cost_of,
+    estimated_cost,
+    estimated_input_tokens,
+    price_of,
+)
+from judges.models.protocol import ImagePart, Message, ModelRequest, Usage
 from judges.store.usage import usd
 
 
-def test_a_dated_model_name_takes_its_familys_price() -> None:
+def test_a_listed_dated_snapshot_takes_its_models_price() -> None:
     assert price_of(DEFAULT_PRICES, "anthropic:claude-sonnet-4-5-20250929") == Price(input=3.0, output=15.0)
 
 
-def test_the_longest_known_family_wins() -> None:
+def test_a_snapshot_of_a_mini_model_takes_the_mini_price() -> None:
     assert price_of(DEFAULT_PRICES, "openai:gpt-4.1-mini-2025-04-14") == Price(input=0.4, output=1.6)
+
+
+def test_a_name_is_never_priced_by_a_prefix() -> None:
+    prices = {"gpt-x": Price(input=1.0, output=2.0)}
+    assert (price_of(prices, "openai:gpt-x-2"), price_of(DEFAULT_PRICES, "openai:gpt-4o-2024-05-13"),
+            price_of(DEFAULT_PRICES, "anthropic:claude-sonnet-4-5-experimental")) == (None, None, None)
+
+
+def test_an_operators_price_of_a_model_covers_its_listed_snapshots() -> None:
+    prices = {**DEFAULT_PRICES, "gpt-4o": Price(input=1.0, output=4.0)}
+    assert price_of(prices, "openai:gpt-4o-2024-08-06") == Price(input=1.0, output=4.0)
+
+
+def test_the_estimate_counts_a_token_per_three_bytes_and_all_of_max_tokens() -> None:
+    request = ModelRequest(system="s" * 30, messages=[Message.user("é" * 150)], max_tokens=1000)  # 30 + 300 bytes
+    assert estimated_input_tokens(request) == 110 + 2 * MESSAGE_TOKENS
+    assert estimated_cost(Price(input=2.0, output=10.0), request) == round(((110 + 16) * 2 + 1000 * 10) / 1e6, 8)
+
+
+def test_the_estimate_counts_an_image_at_the_most_a_vendor_counts() -> None:
+    request = ModelRequest(messages=[Message.user(ImagePart(media_type="image/png", data_base64="AAAA"))])
+    assert estimated_input_tokens(request) == IMAGE_TOKENS + 2 * MESSAGE_TOKENS
 
 
 def test_a_full_model_string_overrides_the_name() -> None:

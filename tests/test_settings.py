@@ -18,6 +18,7 @@ def test_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def test_allowed_roots_split_like_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
     monkeypatch.setenv("JUDGE_MCP_ALLOWED_ROOTS", f"{tmp_path}/a{os.pathsep}{tmp_path}/b")
     assert Settings().allowed_roots == [(tmp_path / "a").resolve(), (tmp_path / "b").resolve()]
 
@@ -48,4 +49,25 @@ def test_sdk_variables_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_bad_value_stops_start_naming_the_variable(monkeypatch: pytest.MonkeyPatch, var: str, value: str) -> None:
     monkeypatch.setenv(var, value)
     with pytest.raises(SystemExit, match=var):
+        load_settings()
+
+
+def test_org_roots_give_each_organization_its_directories(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("a", "a2", "b"):
+        (tmp_path / name).mkdir()
+    monkeypatch.setenv("JUDGE_MCP_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("JUDGE_MCP_ORG_ROOTS", f"org-a={tmp_path}/a{os.pathsep}{tmp_path}/a2; org-b={tmp_path}/b")
+    assert Settings().org_roots == {"org-a": [tmp_path / "a", tmp_path / "a2"], "org-b": [tmp_path / "b"]}
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("acme", "entry 1 is not 'organization=directory' (e.g. 'acme=/srv/acme')"),
+    ("acme=", "entry 1 (organization 'acme') names no directory (e.g. 'acme=/srv/acme')"),
+    ("acme=/srv;acme=/opt", "entry 2 names organization 'acme' again"),
+])
+def test_a_malformed_org_roots_entry_stops_the_start_saying_which(monkeypatch: pytest.MonkeyPatch, value: str,
+                                                                   message: str) -> None:
+    monkeypatch.setenv("JUDGE_MCP_ORG_ROOTS", value)
+    with pytest.raises(SystemExit, match="JUDGE_MCP_ORG_ROOTS: Value error, " + message.replace("(", r"\(")
+                       .replace(")", r"\)")):
         load_settings()

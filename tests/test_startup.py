@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,12 +17,15 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.mcp_helpers import data_home
+
 # numpy and onnxruntime too: a tool module is imported beside the warm-up's heavy imports (server/startup.py).
 HEAVY = ("torch", "sentence_transformers", "chromadb", "anthropic", "openai", "transformers", "numpy", "onnxruntime")
 REPO = Path(__file__).resolve().parents[1]
 
 PROBE = f"""
 import sys
+import time
 from server.cli import main
 from server.app import create_server
 from server.settings import Settings
@@ -56,7 +60,7 @@ def _listing(home: Path) -> tuple[list[dict[str, object]], list[str], dict[str, 
 
 def test_a_second_start_lists_the_same_tools_from_the_data_home_cache(tmp_path: Path) -> None:
     first, templates, _ = _listing(tmp_path)
-    cached = list((tmp_path / "cache").glob("tools-*.json"))
+    cached = list((data_home(tmp_path) / "cache").glob("tools-*.json"))
     assert len(cached) == 1 and json.loads(cached[0].read_text())["tools"] == first
     second, templates_again, created = _listing(tmp_path)
     assert second == first and templates_again == templates
@@ -65,7 +69,7 @@ def test_a_second_start_lists_the_same_tools_from_the_data_home_cache(tmp_path: 
 
 def test_a_cached_listing_that_does_not_name_the_same_tools_is_rebuilt(tmp_path: Path) -> None:
     first, _, _ = _listing(tmp_path)
-    cached = next((tmp_path / "cache").glob("tools-*.json"))
+    cached = next((data_home(tmp_path) / "cache").glob("tools-*.json"))
     cached.write_text(json.dumps({"tools": [{"name": "bogus", "inputSchema": {"type": "object"}}],
                                   "modules": {"agent_tools": ["bogus"]}}))
     again, _, _ = _listing(tmp_path)
@@ -141,7 +145,7 @@ async def cache_listing(home: Path) -> None:
     """A first start on `home`: its tools/list writes this code's listing into the data home."""
     async with started(home) as first:
         await first.client.list_tools()
-    assert list((home / "cache").glob("tools-*.json"))
+    assert list((data_home(home) / "cache").glob("tools-*.json"))
 
 
 @pytest.mark.anyio
@@ -203,7 +207,7 @@ def raw_tools_list(home: Path) -> str:
 
 def test_the_tools_list_answer_is_byte_for_byte_the_same_with_and_without_the_cached_listing(tmp_path: Path) -> None:
     built = raw_tools_list(tmp_path)
-    assert list((tmp_path / "cache").glob("tools-*.json"))
+    assert list((data_home(tmp_path) / "cache").glob("tools-*.json"))
     cached = raw_tools_list(tmp_path)
     assert cached == built and len(json.loads(built)["result"]["tools"]) == 30
 
@@ -257,7 +261,9 @@ def test_a_tool_not_loaded_yet_has_its_input_schema_from_the_cached_listing(tmp_
     assert not server.lazy_tools.ready("score_text")
     schema = server._tool_input_schema("score_text")
     tool = server.lazy_tools.get_tool("score_text")
-    assert tool is not None and schema == tool.parameters and schema["required"] == ["text"]
+    from server.startup import listed_input
+
+    assert tool is not None and schema == listed_input(tool.parameters) and schema["required"] == ["text"]
 
 
 def test_importing_the_cli_leaves_the_collector_on_with_what_it_imported_frozen() -> None:
@@ -359,3 +365,31 @@ async def test_get_agent_publishes_its_nullable_fields_as_type_lists_and_its_res
         got = await server.client.call_tool("get_agent", {"agent_id": created.structured_content["id"]})
     assert tools["get_agent"].output_schema["properties"]["model"]["type"] == ["string", "null"]
     assert not got.is_error and got.structured_content["model"] is None  # the client checked it against the schema
+
+
+def test_a_tool_called_while_the_background_build_builds_it_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warm-up builds every tool in the background; a call of one being built waits for it ('Unknown tool'
+    before: the recipe was taken and the tool not stored yet)."""
+    import threading
+
+    from mcp.server.mcpserver.tools.base import Tool
+
+    from server.startup import LazyTools
+
+    tools = LazyTools()
+    tools.add_tool(lambda: "pong", name="ping")
+    real = Tool.from_function
+    building = threading.Event()
+
+    def slow(*args: Any, **kwargs: Any) -> Tool:
+        building.set()
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(Tool, "from_function", slow)
+    background = threading.Thread(target=tools.list_tools)
+    background.start()
+    assert building.wait(10)
+    found = tools.get_tool("ping")
+    background.join(10)
+    assert found is not None and found.name == "ping"

@@ -19,14 +19,14 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import CORPORA, MODEL_CACHE
+from tests import documents
+from tests.conftest import MODEL_CACHE
 from tests.fake_model_server import FakeModelServer, Scripted
 from tests.mcp_helpers import call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 JUDGE_MCP = str(Path(sys.executable).with_name("judge-mcp"))
-ZOWE = CORPORA / "pdf" / "zowe_conformance_brand_guidelines.pdf"
 SENTENCE = "The primary brand blue is HEX#488EFF; never recolour the logo."
 BROKEN = ("bad install", "partially initialized", "Traceback")
 # A long text: a few hundred chunks, so an upload takes seconds and stores batch by batch.
@@ -35,10 +35,17 @@ LONG = "\n\n".join(f"Section {i}. The layout rule number {i} says that margins o
                    for i in range(300))
 
 
+def files_of(home: Path) -> Path:
+    """The allowed root of a server on `home`: beside it."""
+    return home.with_name(home.name + "-files")
+
+
 def server_env(home: Path, **extra: str) -> dict[str, str]:
     """The environment a host gives: only the data home, roots and the shared model cache set."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_MCP_", "OPENAI_", "ANTHROPIC_"))}
-    env.update({"JUDGE_MCP_HOME": str(home), "JUDGE_MCP_ALLOWED_ROOTS": os.pathsep.join([str(home), str(CORPORA)]),
+    files = files_of(home)  # the one root, beside the data home (which may not lie inside a root)
+    files.mkdir(parents=True, exist_ok=True)
+    env.update({"JUDGE_MCP_HOME": str(home), "JUDGE_MCP_ALLOWED_ROOTS": str(files),
                 "JUDGE_MCP_MODEL_CACHE": str(MODEL_CACHE), **extra})
     return env
 
@@ -101,9 +108,12 @@ async def wait_for(c: Any, agent: str, test: Any, timeout_s: float = 60.0) -> di
 async def test_guidelines_survive_a_restart(tmp_path: Path) -> None:
     home = tmp_path / "home"
     query = "What are the HEX codes of the brand color palette?"
+    guide = files_of(home) / "guides" / "brand.pdf"
+    guide.parent.mkdir(parents=True)
+    guide.write_bytes(documents.pdf(documents.BRAND_GUIDE))
     async with judge_mcp(home, "first") as s:
         agent = await new_agent(s.client)
-        doc = await call(s.client, "upload_guideline", agent_id=agent, path=str(ZOWE))
+        doc = await call(s.client, "upload_guideline", agent_id=agent, path=str(guide))
         before = (await call(s.client, "search_guidelines", agent_id=agent, query=query))["chunks"]
     async with judge_mcp(home, "second") as s:
         after = (await call(s.client, "search_guidelines", agent_id=agent, query=query))["chunks"]

@@ -216,15 +216,43 @@ def test_an_unreadable_judge_gives_no_score_and_keeps_the_raw_text() -> None:
     assert (only.failure.kind, only.failure.raw_text, only.usage.requests) == ("parse_error", "Still rather good.", 2)
 
 
-def test_g_eval_steps_are_asked_once_per_rubric_and_reused() -> None:
-    scoring.clear_steps_cache()
-    model = ScriptedModel(lambda r: '{"steps": ["Read it.", "Check facts."]}' if "evaluation steps for a grader"
-                          in prompt(r) else '{"score": 3}')
+def steps_or_score(r: ModelRequest) -> str:
+    return '{"steps": ["Read it.", "Check facts."]}' if "evaluation steps for a grader" in prompt(r) else '{"score": 3}'
+
+
+def test_g_eval_steps_are_asked_once_per_call_and_used_for_its_score() -> None:
+    model = ScriptedModel(steps_or_score)
     first = run(score_text, model, text="One", criteria=[builtin_criterion("correctness")], method="g_eval")
-    second = run(score_text, model, text="Two", criteria=[builtin_criterion("correctness")], method="g_eval")
     assert (first.planned_model_calls, first.usage.requests, first.steps_cached) == (2, 2, [])
-    assert (second.planned_model_calls, second.usage.requests, second.steps_cached) == (1, 1, ["correctness"])
-    assert second.criteria[0].steps == ["Read it.", "Check facts."] and "2. Check facts." in prompt(model.requests[-1])
+    assert first.criteria[0].steps == ["Read it.", "Check facts."] and "2. Check facts." in prompt(model.requests[-1])
+
+
+def test_g_eval_steps_are_kept_by_no_process_wide_cache() -> None:
+    """Across calls only the organization's result cache (judges/store/metering.py) may reuse steps."""
+    model = ScriptedModel(steps_or_score)
+    run(score_text, model, text="One", criteria=[builtin_criterion("correctness")], method="g_eval")
+    second = run(score_text, model, text="Two", criteria=[builtin_criterion("correctness")], method="g_eval")
+    assert (second.planned_model_calls, second.usage.requests, second.steps_cached) == (2, 2, [])
+
+
+def test_one_memo_asks_the_steps_once_for_many_items_scored_at_once() -> None:
+    model = ScriptedModel(steps_or_score)
+    memo = scoring.StepsMemo()
+
+    async def many() -> list[scoring.TextScore]:
+        found: list[scoring.TextScore] = []
+
+        async def one(i: int) -> None:
+            found.append(await score_text(model, text=f"Item {i}", criteria=[builtin_criterion("correctness")],
+                                          method="g_eval", steps=memo))
+
+        async with anyio.create_task_group() as tg:
+            for i in range(4):
+                tg.start_soon(one, i)
+        return found
+
+    scored = anyio.run(many)
+    assert sum(s.usage.requests for s in scored) == 5 and sorted(len(s.steps_cached) for s in scored) == [0, 1, 1, 1]
 
 
 def test_faithfulness_needs_a_context() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.fake_model_server import FakeModelServer, Recorded, Scripted
-from tests.mcp_helpers import JUDGE_MCP, call, error_of, server_env
+from tests.mcp_helpers import JUDGE_MCP, call, error_of, no_result, server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -58,7 +58,8 @@ async def test_score_text_with_an_unreadable_judge_is_a_typed_failure(tmp_path: 
                                                                       fake_server: FakeModelServer) -> None:
     fake_server.respond_with(answer(lambda t: "I think it is quite good overall."))
     async with judge_mcp(tmp_path / "home", fake_server) as c:
-        result = await call(c, "score_text", text="Hello", rubric="helpfulness")
+        said, result = await no_result(c, "score_text", text="Hello", rubric="helpfulness")
+    assert said == "No usable result: no criterion was scored (1 failed). The details follow."
     (only,) = result["criteria"]
     assert (only["score"], only["normalised"], result["total"]) == (None, None, None)
     assert only["failure"]["kind"] == "parse_error"
@@ -94,7 +95,8 @@ async def test_compare_to_reference_with_an_unreadable_judge_gives_no_verdict(
         tmp_path: Path, fake_server: FakeModelServer) -> None:
     fake_server.respond_with(answer(lambda t: "Close enough, I suppose."))
     async with judge_mcp(tmp_path / "home", fake_server) as c:
-        result = await call(c, "compare_to_reference", text="Lyon", reference="Paris")
+        said, result = await no_result(c, "compare_to_reference", text="Lyon", reference="Paris")
+    assert said.startswith("No usable result: the judge's verdict could not be read (parse_error: ")
     assert (result["verdict"], result["failure"]["kind"], result["failure"]["raw"]) == (
         None, "parse_error", "Close enough, I suppose.")
 
@@ -137,8 +139,9 @@ async def test_rank_texts_with_an_unreadable_judge_reports_failed_games_not_ties
         tmp_path: Path, fake_server: FakeModelServer) -> None:
     fake_server.respond_with(answer(lambda t: "Both have merits."))
     async with judge_mcp(tmp_path / "home", fake_server) as c:
-        result = await call(c, "rank_texts", instruction="Describe autumn.", candidates=["One.", "Two."],
-                            method="tournament")
+        said, result = await no_result(c, "rank_texts", instruction="Describe autumn.",
+                                       candidates=["One.", "Two."], method="tournament")
+    assert said == "No usable result: every game failed (1). The details follow."
     (game,) = result["games"]
     assert (game["outcome"], result["failed_games"], result["ties"], game["decided_by_judge"]) == (
         "failed", 1, 0, False)
@@ -182,7 +185,10 @@ async def test_evaluate_rag_answer_with_an_unreadable_judge_scores_nothing(tmp_p
                                                                            fake_server: FakeModelServer) -> None:
     fake_server.respond_with(answer(lambda t: "Mostly fine."))
     async with judge_mcp(tmp_path / "home", fake_server) as c:
-        result = await call(c, "evaluate_rag_answer", question="q?", answer="It is blue.", contexts=["It is red."])
+        said, result = await no_result(c, "evaluate_rag_answer", question="q?", answer="It is blue.",
+                                       contexts=["It is red."])
+    assert said == "No usable result: no judgement could be read (parse_error; parse_error; parse_error). " \
+                   "The details follow."
     parts = (result["faithfulness"], result["answer_relevance"], result["context_relevance"])
     assert [(p["score"], p["failure"]["kind"], p["failure"]["raw"]) for p in parts] == [
         (None, "parse_error", "Mostly fine.")] * 3
@@ -215,3 +221,31 @@ async def test_evaluate_trajectory_with_an_unreadable_judge_keeps_the_checks(tmp
         result = await call(c, "evaluate_trajectory", goal="Book a flight", steps=STEPS)
     assert result["judgement"]["goal_reached"] is None and result["judgement"]["failure"]["kind"] == "parse_error"
     assert result["passed_checks"] is False and len(fake_server.requests) == 2
+
+
+async def test_evaluate_image_with_no_judge_scoring_any_image_is_an_error_keeping_every_evaluation(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    from tests.test_pairwise import RED
+
+    fake_server.respond_with(answer(lambda t: "A lovely picture."))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        agent = await call(c, "create_agent", name="Brand", system_prompt="Score it.")
+        said, result = await no_result(c, "evaluate_image", brief="A red square", images=[RED],
+                                       agent_ids=[agent["id"]])
+    assert said == "No usable result: no judge scored any image (1 evaluations failed). The details follow."
+    (only,) = result["evaluations"]
+    assert (only["status"], result["winner_index"]) == ("failed", None)
+
+
+async def test_evaluate_image_with_one_judge_of_two_failing_is_a_result_counting_the_failure(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    from tests.test_pairwise import RED
+
+    fake_server.respond_with(answer(lambda t: '{"score": 80, "feedback": "ok"}' if "Judge Good" in t
+                                    else "A lovely picture."))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        good = await call(c, "create_agent", name="Good", system_prompt="You are Judge Good. Score it.")
+        bad = await call(c, "create_agent", name="Bad", system_prompt="You are Judge Bad. Score it.")
+        result = await call(c, "evaluate_image", brief="A red square", images=[RED],
+                            agent_ids=[good["id"], bad["id"]])
+    assert [(r["judges_scored"], r["judges_failed"]) for r in result["ranking"]] == [(1, 1)]

@@ -8,7 +8,7 @@ import json
 import re
 import statistics
 import urllib.parse
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +18,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
 
 import prompts
 from judges.errors import ConfigError, InputError
+from judges.inputs import caller_values
 from judges.models.protocol import Message, ModelClient, ModelRequest, Usage
 from judges.progress import Progress, no_progress
 from judges.reading.expected import expected_ratings
@@ -130,7 +131,9 @@ def d1_json_validation(analysis: Any) -> Check:
     if fence:
         text, note = fence.group(1), " One surrounding code fence was stripped first."
     try:
-        data = json.loads(text)
+        data = caller_values.loads(text, "analysis")
+    except InputError:
+        raise
     except ValueError as exc:
         return Check(check_name=name, description=desc, passed=False,
                      rationale=f"The output is not strict JSON: {exc}.{note}",
@@ -206,11 +209,60 @@ def _hashed_keywords() -> dict[str, Any]:
     return {"uniqueItems": unique_items, "enum": enum}
 
 
+_REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
+_DATA_KEYWORDS = ("const", "enum", "examples", "default")  # their values are data, not subschemas
+
+
+def _outside_references(schema: Any) -> Iterator[tuple[str, str]]:
+    """(location, reference) of every `$ref`/`$dynamicRef` that points outside the given schema: not at the
+    schema itself, not at a subschema it names by `$id`, not at a JSON Schema meta-schema the library ships.
+    Walked without recursion (a deep schema is refused before, by its nesting)."""
+    import jsonschema_specifications
+
+    refs: list[tuple[str, str, str]] = []
+    ids: set[str] = {""}
+    stack: list[tuple[Any, str, str]] = [(schema, "", "schema")]
+    while stack:
+        node, base, where = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("$id"), str):
+                base = urllib.parse.urljoin(base, node["$id"])
+                ids.add(urllib.parse.urldefrag(base).url)
+            refs += [(f"{where}.{key}", node[key], base) for key in _REF_KEYWORDS if isinstance(node.get(key), str)]
+            stack += [(value, base, f"{where}.{key}") for key, value in node.items() if key not in _DATA_KEYWORDS]
+        elif isinstance(node, list):
+            stack += [(value, base, f"{where}[{i}]") for i, value in enumerate(node)]
+    for where, ref, base in refs:
+        target = urllib.parse.urldefrag(urllib.parse.urljoin(base, ref)).url
+        if target not in ids and target not in jsonschema_specifications.REGISTRY:
+            yield where, ref
+
+
+def _refuse_retrieval(uri: str) -> Any:
+    """The schema registry's `retrieve`: a reference the given schema does not hold is never fetched."""
+    from referencing.exceptions import NoSuchResource
+
+    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # attrs class: mypy does not see its fields
+
+
+def _no_remote_references(schema: dict[str, Any]) -> None:
+    for where, ref in _outside_references(schema):
+        raise InputError(
+            f"{where}: the reference {ref[:200]!r} points outside the given schema; references are resolved only "
+            "inside it and never fetched (no URLs, no files). Put the definition under $defs and refer to it "
+            "as '#/$defs/<name>', e.g. {\"$defs\": {\"url\": {\"type\": \"string\"}}, \"properties\": "
+            "{\"website_url\": {\"$ref\": \"#/$defs/url\"}}}")
+
+
 def _linear_validator(schema: dict[str, Any]) -> Any:
     """A Draft 2020-12 validator whose regexes run on RE2 (linear time): a caller's pattern such as
-    `^(a+)+$` cannot stall the server. Patterns RE2 cannot run are refused with the reason."""
+    `^(a+)+$` cannot stall the server. Patterns RE2 cannot run are refused with the reason. References resolve
+    only inside the schema: one pointing elsewhere is refused, and the registry's `retrieve` refuses any fetch."""
     import jsonschema
     import re2
+    from referencing import Registry
+
+    _no_remote_references(schema)
 
     for where, regex in _schema_patterns(schema):
         try:
@@ -258,18 +310,25 @@ def _linear_validator(schema: dict[str, Any]) -> Any:
         linear.check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise InputError(f"schema is not a valid JSON Schema: {exc.message}") from None
-    return linear(schema)
+    return linear(schema, registry=Registry(retrieve=_refuse_retrieval))  # type: ignore[call-arg]  # attrs class
 
 
 def d2_schema_compliance(data: Any, schema: dict[str, Any], threshold: float = 0.9) -> Check:
     name, desc = "schema_compliance", f"Output matches the schema and at least {threshold:.0%} of fields are populated"
+    from referencing.exceptions import Unresolvable
+
     validator = _linear_validator(schema)
     try:
         errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
-    except RecursionError:
-        raise InputError("schema: checking the analysis against it recursed too deeply (a $ref that refers back to "
-                         "itself at the same place, or nesting thousands of levels deep); give a schema whose "
-                         "references each descend into the analysis, e.g. {\"items\": {\"$ref\": \"#\"}}") from None
+    except Unresolvable as exc:  # a reference into the schema that does not resolve (never fetched)
+        ref = str(getattr(exc, "ref", exc))
+        raise InputError(f"schema: the reference {('#' + ref if ref.startswith('/') else ref)[:200]!r} does not "
+                         "resolve inside the given schema (references are never fetched); e.g. '#/$defs/<name>' with "
+                         "the definition under $defs") from None
+    except RecursionError:  # data is at most MAX_DEPTH deep: only references that loop in place get here
+        raise InputError("schema: its references loop without descending into the data (e.g. {\"$ref\": \"#\"}, "
+                         "or two $defs that refer to each other); make every cycle go through properties or items, "
+                         "e.g. {\"items\": {\"$ref\": \"#\"}}") from None
     fields = schema_fields(schema)
     filled = [f for f in fields if populated(_get(data, f))]
     ratio = len(filled) / len(fields) if fields else 1.0
@@ -413,27 +472,92 @@ class Category:
     user: prompts.PromptTemplate
 
 
-def load_category(name: str, custom_dir: Path | None) -> Category:
-    """A built-in category (prompt assets analysis/{system,user}/<name>@v1) or one from the custom directory:
-    <dir>/<name>/system.j2, user.j2 and spec.json ({criteria: [{name, description}], pass_rule})."""
+CATEGORY_VARIABLES = ("analysis", "user_context", "context_type", "product_overview", "criteria")
+MAX_CATEGORY_FILE_BYTES = 256 * 1024
+
+
+def _overlaps(path: Path, place: Path) -> bool:
+    return path == place or path.is_relative_to(place) or place.is_relative_to(path)
+
+
+def load_custom_categories(folder: Path, writable: Sequence[tuple[str, Path]] = ()) -> dict[str, Category]:
+    """Every category of an operator's directory (`<folder>/<name>/{spec.json,system.j2,user.j2}`), read, compiled
+    and test-rendered once, at start. `writable` names the places a caller can write ((setting, path): the allowed
+    roots, the data home): the directory, and every file it gives (symlinks followed), must lie outside them all,
+    or a caller could write the server's prompts. ConfigError says what is wrong; nothing is re-read per call."""
+    real = folder.expanduser().resolve()
+    where = "JUDGE_MCP_ANALYSIS_CATEGORIES_DIR"
+
+    def outside_writable(path: Path, what: str) -> None:
+        for setting, place in writable:
+            place = place.expanduser().resolve()
+            if _overlaps(path, place):
+                raise ConfigError(
+                    f"{where}: {what} {str(path)!r} overlaps {place} ({setting}), where callers can write files; "
+                    "custom analysis categories are templates the server renders, so keep them in a directory only "
+                    "the operator can write, outside every allowed root and the data home (e.g. "
+                    "/etc/judge-mcp/categories)")
+
+    if not real.is_dir():
+        raise ConfigError(f"{where}: {str(folder)!r} is not a directory")
+    outside_writable(real, "the directory")
+    found: dict[str, Category] = {}
+    for sub in sorted(real.iterdir()):
+        if not sub.is_dir() or sub.name.startswith("."):
+            continue
+        name = sub.name
+        if not re.fullmatch(r"[a-z0-9_]+", name):
+            raise ConfigError(f"{where}: category folder {name!r} must be named with lower-case letters, digits and _")
+        texts: dict[str, str] = {}
+        for part in ("spec.json", "system.j2", "user.j2"):
+            path = (sub / part).resolve()
+            outside_writable(path, f"the category file {part} of {name!r} (through a symlink?) at")
+            try:
+                if path.stat().st_size > MAX_CATEGORY_FILE_BYTES:
+                    raise ConfigError(f"{where}: {sub / part} is larger than {MAX_CATEGORY_FILE_BYTES} bytes")
+                texts[part] = path.read_text(encoding="utf-8")
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"{where}: category {name!r} needs spec.json, system.j2 and user.j2 "
+                                  f"({sub / part}: {exc})") from None
+        found[name] = _compile_category(name, sub, texts)
+    return found
+
+
+def _compile_category(name: str, folder: Path, texts: dict[str, str]) -> Category:
+    """One custom category, compiled in the sandboxed environment and rendered once with sample values, so a
+    template that uses an unknown variable or an unsafe attribute stops the server at start, not a call."""
+    import jinja2  # what compiling a template may raise (prompts imports jinja2 on first use)
+
+    where = f"JUDGE_MCP_ANALYSIS_CATEGORIES_DIR: category {name!r} in {folder}"
+    try:
+        spec = CategorySpec.model_validate_json(texts["spec.json"])
+        system, user = (prompts.from_text(texts[f"{part}.j2"], f"{folder}/{part}.j2") for part in ("system", "user"))
+    except (ValueError, jinja2.TemplateError) as exc:
+        raise ConfigError(f"{where} is invalid: {exc}") from None
+    category = Category(name, spec, system, user)
+    unknown = sorted({*system.variables, *user.variables} - set(CATEGORY_VARIABLES))
+    if unknown:
+        raise ConfigError(f"{where} uses {', '.join(unknown)}; a category's templates may use "
+                          f"{', '.join(CATEGORY_VARIABLES)}")
+    try:
+        category_request(category, {"analysis": "{}", "user_context": "(none)", "context_type": "unspecified",
+                                    "product_overview": "null"})
+    except prompts.PromptError as exc:
+        raise ConfigError(f"{where} cannot be rendered: {exc}") from None
+    return category
+
+
+def load_category(name: str, custom: Mapping[str, Category] | None = None) -> Category:
+    """A category by name: one of the operator's `custom` categories (read at start by load_custom_categories),
+    else a built-in one (prompt assets analysis/{system,user}/<name>@v1)."""
     if not re.fullmatch(r"[a-z0-9_]+", name):
         raise InputError(f"category name {name!r} must be lower-case letters, digits and _")
-    if custom_dir is not None and (custom_dir / name).is_dir():
-        folder = custom_dir / name
-        import jinja2  # what a custom category's template may raise (prompts imports jinja2 on first use)
-
-        try:
-            spec = CategorySpec.model_validate_json((folder / "spec.json").read_text(encoding="utf-8"))
-            system, user = ((folder / f"{part}.j2").read_text(encoding="utf-8") for part in ("system", "user"))
-            return Category(name, spec, prompts.from_text(system, f"{folder}/system.j2"),
-                            prompts.from_text(user, f"{folder}/user.j2"))
-        except (OSError, ValueError, jinja2.TemplateError) as exc:
-            raise InputError(f"category {name!r} in {folder} is incomplete or invalid: {exc}") from None
+    if custom and name in custom:
+        return custom[name]
     if name in BUILTIN:
         return Category(name, BUILTIN[name], prompts.load(f"analysis/system/{name}@v1"),
                         prompts.load(f"analysis/user/{name}@v1"))
-    known = sorted({*BUILTIN, *(p.name for p in custom_dir.iterdir() if p.is_dir())} if custom_dir and custom_dir.is_dir()
-                   else BUILTIN)
+    known = sorted({*BUILTIN, *(custom or {})})
     raise InputError(f"unknown LLM judge category {name!r}; known: {', '.join(known)} "
                      "(add your own in JUDGE_MCP_ANALYSIS_CATEGORIES_DIR)")
 
@@ -615,7 +739,7 @@ async def evaluate_analysis(
     context_type: str | None = None, schema: dict[str, Any] | None = None,
     cardinality: dict[str, tuple[int, int]] | None = None, insight_fields: Sequence[str] | None = None,
     deterministic_checks: Sequence[str] = tuple(DETERMINISTIC), llm_judges: Sequence[str] = tuple(BUILTIN),
-    custom_dir: Path | None = None, progress: Progress = no_progress, samples: int = 1,
+    custom: Mapping[str, Category] | None = None, progress: Progress = no_progress, samples: int = 1,
     jury: Sequence[tuple[str, ModelClient]] | None = None, logprobs: bool = False,
 ) -> AnalysisResult:
     """D-checks in the given order, stopping at the first failure; then the LLM categories, concurrently
@@ -624,7 +748,7 @@ async def evaluate_analysis(
     unknown = [d for d in deterministic_checks if d not in DETERMINISTIC]
     if unknown:
         raise InputError(f"unknown deterministic checks {unknown}; use {', '.join(DETERMINISTIC)}")
-    categories = [load_category(n, custom_dir) for n in dict.fromkeys(llm_judges)]  # checked before any work
+    categories = [load_category(n, custom) for n in dict.fromkeys(llm_judges)]  # checked before any work
     if "D-1" not in deterministic_checks and not isinstance(analysis, dict | list):
         deterministic_checks = ["D-1", *deterministic_checks]  # later checks need the parsed JSON
     checks: list[Check] = []
@@ -678,6 +802,11 @@ async def evaluate_analysis(
             await progress(len(checks) + len(results), steps, f"category {category.name} "
                            f"{'passed' if passed else 'failed'} ({len(results)} of {len(categories)} categories)")
 
+        for category in categories:  # rendered once before any request: a template the sandbox refuses stops here
+            try:
+                category_request(category, variables)
+            except prompts.PromptError as exc:
+                raise ConfigError(f"the analysis category {category.name!r} cannot be rendered: {exc}") from None
         async with anyio.create_task_group() as tg:
             for category in categories:
                 tg.start_soon(one, category)

@@ -13,7 +13,7 @@ from judges.errors import InputError
 from judges.models.protocol import ModelClient, Usage
 from judges.pairwise.judge import VIESCORE_SCALE, compare
 from judges.progress import Progress, no_progress
-from judges.text.scoring import Criterion, score_text
+from judges.text.scoring import Criterion, StepsMemo, score_text
 
 from . import stats
 from .dataset import Item, JudgeName
@@ -134,7 +134,7 @@ def _winner(label: str) -> str:
 
 
 async def judge_item(client: ModelClient, spec: JudgeSpec, item: Item, *, policy: Any, retries: int,
-                     contexts: Contexts | None) -> Judged:
+                     contexts: Contexts | None, steps: StepsMemo | None = None) -> Judged:
     """One item through the judge's core, as its tool would call it (pairwise and VIEScore with `spec.samples`
     samples: the majority verdict, or the mean score)."""
     x = item.inputs
@@ -143,7 +143,7 @@ async def judge_item(client: ModelClient, spec: JudgeSpec, item: Item, *, policy
         if contexts is not None:
             passages += await contexts(x.get("instruction") or x["text"])
         scored = await score_text(client, text=x["text"], criteria=spec.criteria, instruction=x.get("instruction"),
-                                  reference=x.get("reference"), context=passages, method=spec.method)
+                                  reference=x.get("reference"), context=passages, method=spec.method, steps=steps)
         failure = None if scored.total is not None else "; ".join(
             f"{c.name}: {c.failure.kind}" for c in scored.criteria if c.failure is not None) or "no score"
         return Judged(value=scored.total, usage=scored.usage, failure=failure)
@@ -309,12 +309,14 @@ async def calibrate(client: ModelClient, spec: JudgeSpec, items: Sequence[Item],
     judged: list[Judged | None] = [None] * len(items)
     done = 0
     limiter = anyio.CapacityLimiter(concurrency)
+    steps = StepsMemo()  # G-Eval steps: asked once for the whole run
     await progress(0, len(items), f"judging {len(items)} items with {spec.judge}")
 
     async def one(i: int) -> None:
         nonlocal done
         async with limiter:
-            judged[i] = await judge_item(client, spec, items[i], policy=policy, retries=retries, contexts=contexts)
+            judged[i] = await judge_item(client, spec, items[i], policy=policy, retries=retries, contexts=contexts,
+                                         steps=steps)
         done += 1
         await progress(done, len(items), f"item {items[i].id} judged ({done} of {len(items)})")
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from judges.errors import InputError
+from judges.inputs import caller_values
 
 JudgeName = Literal["pairwise_compare", "score_text", "viescore"]
 MAX_ITEMS = 2000
@@ -86,7 +87,7 @@ def parse_dataset(text: str, judge: JudgeName) -> list[Item]:
         if not line.strip():
             continue
         try:
-            raw = json.loads(line)
+            raw = caller_values.loads(line, f"line {number}", nul=True)
         except json.JSONDecodeError as exc:
             raise _bad(number, f"not JSON ({exc.msg})", judge) from None
         if not isinstance(raw, dict):

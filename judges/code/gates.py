@@ -68,7 +68,7 @@ class GateRun(BaseModel):
     output_tail: str = ""
     sandbox: Literal["bwrap", "none"] = Field(
         default="none", description="bwrap: the gate ran isolated (bubblewrap); none: unisolated, see sandbox_note.")
-    sandbox_note: str | None = Field(default=None, description="Without a sandbox: how to enable it.")
+    sandbox_note: str | None = Field(default=None, description="Without a sandbox: why not, and how to enable it.")
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,7 @@ class GateSettings:
     timeout_s: float = float(sandboxing.Limits.cpu_s)
     max_output_bytes: int = 200_000
     sandbox: sandboxing.Bwrap | None = None
+    no_sandbox_reason: str = "no sandbox was given to the gates"  # said in each result when sandbox is None
     limits: sandboxing.Limits = field(default_factory=sandboxing.Limits)
     max_result_bytes: int = 5_000_000
     max_files: int = 5000  # of a project copied for the gates
@@ -212,7 +213,7 @@ def run_gate(name: str, argv: list[str], cwd: Path, settings: GateSettings,
     run = GateRun(name=name, argv=argv, exit_code=code, timed_out=timed_out, passed=code == 0,
                   duration_s=round(time.monotonic() - started, 3), output_tail=output[-2000:],
                   sandbox="bwrap" if settings.sandbox else "none",
-                  sandbox_note=None if settings.sandbox else sandboxing.ENABLE_HINT)
+                  sandbox_note=None if settings.sandbox else f"gates ran without a sandbox: {settings.no_sandbox_reason}")
     return run, output, got
 
 
@@ -382,7 +383,7 @@ def default_gates(outdir: str, chosen: dict[str, list[str]] | None = None) -> di
 def _lint(output: str) -> list[str]:
     try:
         items = json.loads(output[output.find("[") :] or "[]")
-    except ValueError:
+    except (ValueError, RecursionError):  # the judged project's own output: anything, any depth
         return [line for line in output.splitlines() if line.strip()][:50]
     return [f"{i.get('filename', '')}:{i['location']['row']}:"
             f"{i['location']['column']}: {i.get('code') or 'syntax'} {i['message']}" for i in items]

@@ -14,6 +14,9 @@ is a fresh tmpfs root holding only:
 - private size-capped tmpfs `/tmp` and HOME (`/home/judge`), a new `/proc` (the PID namespace:
   the server's processes are not in it) and a minimal `/dev`.
 
+The private `/tmp` is mounted before the read-only binds, so an interpreter, virtualenv or project
+under the host's /tmp is bound on top of it and stays visible (mounted after, it would hide them).
+
 The environment is built here from an allowlist (PATH, HOME, LANG, LC_ALL, PYTHON* flags, tool
 cache directories), never copied from the server. Limits (CPU seconds, address space, open files,
 processes, file size) are set by the shell that starts the gate inside the sandbox, so they bind
@@ -44,8 +47,15 @@ INDIR = "/judge/in"
 OUTDIR = "/judge/out"  # the gate's own result files (junit), apart from the work copy the tests may fill
 HOME = "/home/judge"
 SANDBOX_UID = 1000
-ENABLE_HINT = ("gates ran without a sandbox: install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) "
-               "on a host that allows user namespaces to isolate them")
+INSTALL_HINT = "Debian/Ubuntu: apt-get install bubblewrap"
+USERNS_HINT = ("this host does not let bubblewrap create user namespaces: allow them (Debian: sysctl -w "
+               "kernel.unprivileged_userns_clone=1; Ubuntu 24.04: sysctl -w kernel.apparmor_restrict_unprivileged_userns=0; "
+               "sysctl -w user.max_user_namespaces=15000 where it is 0; in a container: run it with "
+               "--security-opt seccomp=unconfined --security-opt apparmor=unconfined)")
+OTHER_HINT = "`bwrap --unshare-all --ro-bind / / true` shows the same failure outside judge-mcp"
+# Mount points the sandbox owns: no bound path may be one of them, contain one, or lie inside one
+# (except under /tmp, mounted first so that binds under it stay visible).
+_OWN_MOUNTS = ("/tmp", HOME, "/judge", "/proc", "/dev")
 
 
 @dataclass(frozen=True)
@@ -109,8 +119,11 @@ def _layout() -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
     if os.path.isfile("/etc/ld.so.cache"):
         read_only.append(("/etc/ld.so.cache", "/etc/ld.so.cache"))
     for _, dst in read_only:
-        if dst == "/judge" or dst.startswith(("/judge/", HOME)):
-            raise RuntimeError(f"{dst} would hide the sandbox's work directory")
+        clash = next((m for m in _OWN_MOUNTS if dst == m or m.startswith(dst.rstrip("/") + "/")
+                      or (m != "/tmp" and dst.startswith(m + "/"))), None)
+        if clash is not None:
+            raise RuntimeError(f"the Python installation at {dst} would be bound over the sandbox's own {clash}; "
+                               "run judge-mcp from an interpreter and virtualenv installed elsewhere")
     return tuple(read_only), tuple(symlinks)
 
 
@@ -261,14 +274,15 @@ def prepare(bwrap: Bwrap, box: Path, argv: Sequence[str], limits: Limits, result
     group = _data_fd(f"judge:x:{SANDBOX_UID}:\n")
     cmd = [bwrap.path, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
            "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "judge-sandbox",
-           "--proc", "/proc", "--dev", "/dev"]
+           "--proc", "/proc", "--dev", "/dev",
+           # /tmp before the binds: a venv or interpreter under the host's /tmp is bound on top of it, not hidden
+           "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
+           "--size", str(limits.tmp_mb << 20), "--tmpfs", HOME]
     for src, dst in bwrap.read_only:
         cmd += ["--ro-bind", src, dst]
     for target, dst in bwrap.symlinks:
         cmd += ["--symlink", target, dst]
     cmd += ["--ro-bind-data", str(passwd), "/etc/passwd", "--ro-bind-data", str(group), "/etc/group",
-            "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
-            "--size", str(limits.tmp_mb << 20), "--tmpfs", HOME,
             "--size", str(limits.work_mb << 20), "--tmpfs", WORKDIR, "--size", str(16 << 20), "--tmpfs", OUTDIR,
             "--ro-bind", str(box), INDIR, "--remount-ro", "/", "--chdir", WORKDIR, "--clearenv"]
     for key, value in environment(bwrap.python).items():
@@ -299,9 +313,23 @@ def _probe(bwrap: Bwrap) -> str | None:
             if prepared.cgroup:
                 prepared.cgroup.remove()
     if proc.returncode != 0:
-        why = proc.stderr.decode(errors="replace").strip().splitlines()
-        return f"bwrap cannot create the sandbox here ({why[-1] if why else f'exit {proc.returncode}'})"
+        return _probe_failure(bwrap, proc.returncode, proc.stderr.decode(errors="replace"))
     return None
+
+
+def _probe_failure(bwrap: Bwrap, code: int, stderr: str) -> str:
+    """Why the probe's sandbox did not run, in bubblewrap's (or the shell's) own words, and what to do."""
+    said = " ".join(line.strip() for line in stderr.strip().splitlines()[-4:])[-600:] or f"exit code {code}"
+    if "bwrap:" in said:
+        userns = any(word in said for word in ("namespace", "uid map", "Operation not permitted", "Permission denied",
+                                               "ENOSPC"))
+        return (f"bubblewrap {bwrap.path} cannot start a sandbox here: {said!r}; "
+                f"{USERNS_HINT if userns else OTHER_HINT}")
+    missing = any(word in said for word in ("not found", "No such file", "cannot open shared object"))
+    return (f"the sandbox started but the interpreter {bwrap.python} did not run inside it: {said!r}; "
+            + (f"it sees only {', '.join(dst for _, dst in bwrap.read_only)} read-only: run judge-mcp from an "
+               "interpreter and virtualenv whose files are all under those paths" if missing else
+               "that is the interpreter's own error inside the sandbox"))
 
 
 @functools.lru_cache(maxsize=4)
@@ -309,7 +337,7 @@ def detect(path: str | None = None) -> tuple[Bwrap | None, str]:
     """The bubblewrap to use and a one-line description, or None and why not (cached per process)."""
     found = path or shutil.which("bwrap")
     if not found or not os.path.exists(found):
-        return None, f"bwrap not found{f' at {path}' if path else ''} (Debian/Ubuntu: apt-get install bubblewrap)"
+        return None, f"bwrap not found{f' at {path}' if path else ''} ({INSTALL_HINT})"
     try:
         version = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=10).stdout.split()[-1]
     except (OSError, IndexError, subprocess.TimeoutExpired) as exc:

@@ -55,6 +55,12 @@ class ImageEvaluation(BaseModel):
         default=None, description="models given: Krippendorff's alpha (interval) of the jury's 0–100 scores over "
                                   "every judge × image (the models as raters).")
 
+    def no_result(self) -> str | None:
+        """Why this evaluation holds no score (no judge scored any image), or None."""
+        if self.winner_index is not None or not self.evaluations:
+            return None
+        return f"no judge scored any image ({len(self.evaluations)} evaluations failed)"
+
 
 def jury_agreement(evaluations: Sequence[Evaluation]) -> Agreement:
     models = list(dict.fromkeys(m.model for e in evaluations for m in (e.jury.members if e.jury else [])))

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import http.client
 import io
 import ipaddress
 import re
 import socket
+import threading
+import time
 import urllib.parse
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,41 +58,110 @@ def _decode_base64(text: str) -> bytes | None:
         return None
 
 
-def _public_host(host: str) -> None:
+MAX_FETCHES = 4  # image downloads in flight at once, all callers together
+_fetching = threading.BoundedSemaphore(MAX_FETCHES)
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def _public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """A global unicast address, and so is any IPv4 address an IPv6 one carries (mapped, 6to4, Teredo, NAT64)."""
+    if not ip.is_global or ip.is_multicast:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address):
+        inner = [ip.ipv4_mapped, ip.sixtofour, *(ip.teredo or ()),
+                 ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF) if ip in _NAT64 else None]
+        return all(_public(v4) for v4 in inner if v4 is not None)
+    return True
+
+
+def _public_address(host: str, port: int) -> str:
+    """The address to connect to for `host`, resolved ONCE: every address it resolves to must be public, and the
+    connection goes to the one checked here (a second lookup could answer 127.0.0.1: DNS rebinding)."""
     try:
-        infos = socket.getaddrinfo(host, None)
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as exc:
         raise InputError(f"cannot resolve {host!r}: {exc}") from None
-    for info in infos:
-        ip = ipaddress.ip_address(info[4][0])
-        if not ip.is_global:
+    addresses = [str(info[4][0]) for info in infos]
+    for address in addresses:
+        ip = ipaddress.ip_address(address.split("%")[0])
+        if not _public(ip):
             raise InputError(f"image URLs must point to public addresses; {host} resolves to {ip}")
+    if not addresses:
+        raise InputError(f"cannot resolve {host!r}")
+    return addresses[0]
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: object, **kwargs: object) -> None:
-        return None  # redirects are followed by hand, each target checked again
+def _connection(scheme: str, host: str, port: int, address: str, timeout: float) -> http.client.HTTPConnection:
+    """An HTTP(S) connection to `address` (already checked), speaking to `host` (Host header, TLS name)."""
+    if scheme == "http":
+        class Pinned(http.client.HTTPConnection):
+            def connect(self) -> None:
+                self.sock = socket.create_connection((address, port), self.timeout)
+        return Pinned(host, port, timeout=timeout)
+    import ssl
+
+    context = ssl.create_default_context()
+
+    class PinnedTLS(http.client.HTTPSConnection):
+        def connect(self) -> None:
+            sock = socket.create_connection((address, port), self.timeout)
+            self.sock = context.wrap_socket(sock, server_hostname=host)
+    return PinnedTLS(host, port, timeout=timeout, context=context)
 
 
 def _fetch(url: str, policy: ImagePolicy) -> bytes:
-    opener = urllib.request.build_opener(_NoRedirect)
+    """GET an image URL (operator-enabled): public addresses only, pinned to the address checked, redirects
+    checked again, at most `max_bytes`, the whole download within `url_timeout_s`, and at most MAX_FETCHES at once
+    (a slow server cannot hold more of the server's worker threads than that)."""
+    if not _fetching.acquire(blocking=False):
+        raise InputError(f"{MAX_FETCHES} image downloads are already in progress; try again shortly, or pass the "
+                         "image as a data: URI or base64")
+    try:
+        return _download(url, policy, time.monotonic() + policy.url_timeout_s)
+    finally:
+        _fetching.release()
+
+
+def _download(url: str, policy: ImagePolicy, deadline: float) -> bytes:
     for _ in range(4):
-        parts = urllib.parse.urlparse(url)
+        parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise InputError(f"only http(s) image URLs are accepted (got {url[:80]!r})")
-        _public_host(parts.hostname)
         try:
-            with opener.open(url, timeout=policy.url_timeout_s) as resp:
-                data: bytes = resp.read(policy.max_bytes + 1)
-                return data
-        except urllib.error.HTTPError as exc:
-            if exc.code in (301, 302, 303, 307, 308) and exc.headers.get("location"):
-                url = urllib.parse.urljoin(url, exc.headers["location"])
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            raise InputError(f"the image URL's port is not a number (got {url[:80]!r})") from None
+        address = _public_address(parts.hostname, port)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        conn = _connection(parts.scheme, parts.hostname, port, address, left)
+        try:
+            conn.request("GET", (parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
+                         headers={"User-Agent": "judge-mcp", "Accept": "image/*"})
+            resp = conn.getresponse()
+            if resp.status in (301, 302, 303, 307, 308) and resp.getheader("location"):
+                url = urllib.parse.urljoin(url, resp.getheader("location") or "")
                 continue
-            raise InputError(f"fetching the image failed: HTTP {exc.code}") from None
-        except OSError as exc:
+            if resp.status != 200:
+                raise InputError(f"fetching the image failed: HTTP {resp.status}")
+            data = bytearray()
+            while len(data) <= policy.max_bytes:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise InputError(f"fetching the image took longer than {policy.url_timeout_s:g} s")
+                if conn.sock is not None:
+                    conn.sock.settimeout(left)
+                chunk = resp.read1(min(65536, policy.max_bytes + 1 - len(data)))
+                if not chunk:
+                    break
+                data += chunk
+            return bytes(data)
+        except (OSError, http.client.HTTPException) as exc:
             raise InputError(f"fetching the image failed: {exc}") from None
-    raise InputError("too many redirects fetching the image")
+        finally:
+            conn.close()
+    raise InputError("too many redirects, or no time left, fetching the image")
 
 
 def _image_base64(ref: str) -> bytes | None:

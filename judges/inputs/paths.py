@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from judges.errors import InputError
@@ -12,6 +13,19 @@ from judges.errors import InputError
 NO_ROOTS = ("no file access: no allowed roots are configured and the client offers no MCP roots. Set "
             "JUDGE_MCP_ALLOWED_ROOTS to the project directories (separated by ':', e.g. "
             "JUDGE_MCP_ALLOWED_ROOTS=/home/me/project) in the server's env, or pass the content inline instead")
+OUTSIDE = "set JUDGE_MCP_ALLOWED_ROOTS to allow it"
+MAX_PATH = 4096  # Linux's PATH_MAX: a longer path names nothing
+_FOREIGN_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\)")  # C:\x, C:/x, \\server\share, \x
+
+
+class Roots(list[Path]):
+    """The directories one call may touch, with what to tell the caller when there are none (`none`) and when
+    an absolute path lies outside them (`outside`): how whoever runs the server configures them."""
+
+    def __init__(self, paths: Iterable[Path] = (), *, none: str = NO_ROOTS, outside: str = OUTSIDE):
+        super().__init__(paths)
+        self.none = none
+        self.outside = outside
 
 
 def inside(path: Path, root: Path) -> bool:
@@ -19,38 +33,75 @@ def inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
 
+def _absolute(text: str, allowed: Sequence[Path], what: str) -> tuple[str, bool]:
+    """`text` as an absolute path of this machine: `~` expanded, a relative path joined to the one allowed
+    root. The bool says whether the caller wrote it absolute (only then is configuring roots the fix)."""
+    example = f"{allowed[0]}/guides/brand.pdf" if allowed else "/home/me/project/guides/brand.pdf"
+    if _FOREIGN_ABSOLUTE.match(text):
+        raise InputError(f"{what} {text!r} is a Windows path, and this server reads its own (POSIX) file system: "
+                         f"use an absolute path on the server's machine, e.g. {example}")
+    if text.startswith("file:"):
+        raise InputError(f"{what} {text!r} is a URI: give the plain path instead, e.g. {example}")
+    if not allowed:
+        raise InputError(getattr(allowed, "none", NO_ROOTS))
+    expanded = os.path.expanduser(text)
+    if expanded.startswith("~"):
+        raise InputError(f"{what} {text!r}: {expanded.split('/')[0]!r} names no user home on the server's machine; "
+                         f"use an absolute path, e.g. {example}")
+    if os.path.isabs(expanded):
+        return expanded, True
+    if len(allowed) > 1:
+        shown = ", ".join(str(a) for a in allowed)
+        raise InputError(f"{what} {text!r} is relative, and there are several allowed roots ({shown}): use an "
+                         f"absolute path that says which, e.g. {allowed[0] / text}")
+    return os.path.join(allowed[0], expanded), False
+
+
 def _allowed(path: str | os.PathLike[str], allowed: Sequence[Path], what: str) -> tuple[str, Path]:
-    """The real location of a caller-named path, which must lie inside one of `allowed`."""
+    """The real location of a caller-named path, which must lie inside one of `allowed`. A relative path is
+    taken relative to the one allowed root (never the server's working directory); `~` is expanded."""
     text = os.fspath(path)
     if not text or "\x00" in text:
         raise InputError(f"{what} must be a non-empty path without NUL bytes")
-    if not allowed:
-        raise InputError(NO_ROOTS)
+    if len(text) > MAX_PATH:
+        raise InputError(f"{what} is {len(text)} characters long, more than a path may be ({MAX_PATH}); "
+                         "e.g. /home/me/project/guides/brand.pdf")
+    absolute, written_absolute = _absolute(text, allowed, what)
     try:
-        real = Path(os.path.realpath(Path(text).expanduser()))
+        real = Path(os.path.realpath(absolute))
     except OSError:  # a component vanished or changed while it was being resolved
         raise InputError(f"{what} {text!r} changed while it was being resolved; try again") from None
     if not any(inside(real, Path(os.path.realpath(a))) for a in allowed):
         shown = ", ".join(str(a) for a in allowed)
-        raise InputError(f"{what} {text!r} is outside the allowed roots ({shown}); set JUDGE_MCP_ALLOWED_ROOTS to allow it")
+        if not written_absolute:  # '..' or a symlink led out of the root: configuring roots is not the fix
+            raise InputError(f"{what} {text!r} resolves to {real}, outside the allowed root ({shown}); name a "
+                             f"file inside it, e.g. {allowed[0] / 'guides' / 'brand.pdf'}")
+        raise InputError(f"{what} {text!r} is outside the allowed roots ({shown}); "
+                         f"{getattr(allowed, 'outside', OUTSIDE)}")
     return text, real
 
 
 def resolve_root(root: str | os.PathLike[str], allowed: Sequence[Path]) -> Path:
     """A directory the caller named, real path resolved, that must lie inside one of `allowed`."""
     text, real = _allowed(root, allowed, "root")
-    if not real.is_dir():
-        raise InputError(f"root {text!r} is not an existing directory")
+    try:
+        if not real.is_dir():
+            raise InputError(f"root {text!r} is not an existing directory")
+    except OSError as exc:  # a name longer than the file system allows (ENAMETOOLONG), a permission...
+        raise InputError(f"root {text!r}: {exc.strerror}") from None
     return real
 
 
 def resolve_file(path: str | os.PathLike[str], allowed: Sequence[Path]) -> Path:
     """A file the caller named by absolute or relative path, that must lie inside one of `allowed`."""
     text, real = _allowed(path, allowed, "path")
-    if not real.exists():
-        raise InputError(f"path {text!r}: no such file")
-    if not real.is_file():
-        raise InputError(f"path {text!r} is not a regular file")
+    try:
+        if not real.exists():
+            raise InputError(f"path {text!r}: no such file")
+        if not real.is_file():
+            raise InputError(f"path {text!r} is not a regular file")
+    except OSError as exc:  # a name longer than the file system allows (ENAMETOOLONG), a permission...
+        raise InputError(f"path {text!r}: {exc.strerror}") from None
     return real
 
 

@@ -16,7 +16,8 @@ from typing import Any
 
 import anyio
 
-from judges.errors import BackendError
+from judges.errors import SECRETS, BackendError, OverLimitError
+from judges.models.fairshare import FairPool
 from judges.models.protocol import ModelClient, ModelReply, ModelRequest
 
 log = logging.getLogger(__name__)
@@ -92,16 +93,19 @@ class CallPolicy:
     max_retries: int = 2
     max_retry_wait_s: float = 30.0
     backoff_base_s: float = 0.5
+    key_rejected_s: float = 30.0  # how long a rejected key fails calls at once, before one call tries it again
 
 
 class GuardedClient:
-    """Wraps a ModelClient with the shared concurrency cap, a total deadline and bounded retries.
+    """Wraps a ModelClient with the shared pool of model requests (fair between organizations), a total
+    deadline and bounded retries.
 
-    A rejected key (401/403) is remembered: the first call of a client goes alone, and when the
-    backend rejects the key every later call fails at once, so a wrong key costs one request."""
+    A rejected key (401/403) costs one request: the first call of a client goes alone, and once the backend
+    rejects the key, calls fail at once (no request) for `key_rejected_s`; then one call tries again alone
+    while the others wait for its answer, so a transient 401 (a proxy's) or a key the backend accepts again
+    does not stick for the life of the process."""
 
-    def __init__(self, inner: ModelClient, limiter: anyio.CapacityLimiter, policy: CallPolicy,
-                 model_id: str | None = None):
+    def __init__(self, inner: ModelClient, limiter: FairPool, policy: CallPolicy, model_id: str | None = None):
         self.inner = inner
         self.name = inner.name
         self.model_id = model_id  # the resolved model string (`openai:gpt-4.1-mini`); None for the host's model
@@ -109,8 +113,9 @@ class GuardedClient:
         self.policy = policy
         # Only API backends have keys to reject; the host's own model (sampling) needs no first call alone.
         self._verified = not hasattr(inner, "base_url")
-        self._first = anyio.Lock()
+        self._trying: anyio.Event | None = None  # set when the call trying the key alone has its answer
         self._rejected: BackendError | None = None
+        self._rejected_at = 0.0
 
     async def aclose(self) -> None:
         close = getattr(self.inner, "aclose", None)
@@ -118,16 +123,29 @@ class GuardedClient:
             await close()
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        if self._verified:
-            return await self._complete(request)
-        async with self._first:
-            return await self._complete(request)
+        while True:
+            rejected = self._rejected
+            if rejected is not None:
+                left = self.policy.key_rejected_s - (time.monotonic() - self._rejected_at)
+                if left > 0:
+                    err = BackendError(rejected.kind, f"{rejected} (remembered: calls of {self.name} fail without a "
+                                       f"request for {left:.0f} s more, then one call tries the key again)",
+                                       status=rejected.status)
+                    err.requests = 0
+                    raise err
+            elif self._verified:
+                return await self._complete(request)
+            if self._trying is not None:  # another call is trying the key alone: its answer decides
+                await self._trying.wait()
+                continue
+            trying = self._trying = anyio.Event()
+            try:
+                return await self._complete(request)
+            finally:
+                self._trying = None
+                trying.set()
 
     async def _complete(self, request: ModelRequest) -> ModelReply:
-        if self._rejected is not None:
-            err = BackendError(self._rejected.kind, str(self._rejected), status=self._rejected.status)
-            err.requests = 0
-            raise err
         started = time.monotonic()
         spent = [0]
         try:
@@ -139,20 +157,27 @@ class GuardedClient:
             raise err from None
         except BackendError as err:
             if err.status in (401, 403):
-                self._rejected = err
-            else:
-                self._verified = True  # the key was not refused: later calls need not wait for a first one
+                self._rejected, self._rejected_at = err, time.monotonic()
+            elif err.requests:
+                # The key was not refused: later calls need not wait for a first one.
+                self._rejected, self._verified = None, True
             raise
-        self._verified = True
+        self._rejected, self._verified = None, True
         reply.latency_ms = (time.monotonic() - started) * 1000.0
+        reply.text = SECRETS.scrub(reply.text, generic=False)  # a proxy or server echoing a key back in a reply
         return reply
 
     async def _with_retries(self, request: ModelRequest, spent: list[int]) -> ModelReply:
         attempt = 0
         while True:
             try:
-                async with self.limiter:
-                    reply = await self.inner.complete(request)
+                try:
+                    async with self.limiter.slot():
+                        reply = await self.inner.complete(request)
+                except OverLimitError as over:  # the organization's rate limit counts model requests too
+                    refused = BackendError("rate_limited", str(over))
+                    refused.requests = 0
+                    raise refused from None
                 reply.requests += spent[0]
                 return reply
             except BackendError as err:

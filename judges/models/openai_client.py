@@ -37,13 +37,17 @@ class OpenAIChatClient(SdkClient):
     def _make_sdk(self) -> Any:
         import openai
 
-        return openai.AsyncOpenAI(
+        sdk = openai.AsyncOpenAI(
             # Local OpenAI-compatible servers usually need no key; the SDK insists on one.
             api_key=self._api_key or "not-needed",
             base_url=self._base_url,
             max_retries=0,
             timeout=self._timeout_s,
         )
+        if self.compatible:
+            # The SDK adds OPENAI_ORG_ID / OPENAI_PROJECT_ID from the environment: OpenAI's, not this server's.
+            sdk.organization = sdk.project = None
+        return sdk
 
     def _reply_type(self) -> Any:
         from openai.types.chat import ChatCompletion

@@ -1,12 +1,14 @@
-"""What a model request costs: USD per million input and output tokens, per model, and the cost of a Usage."""
+"""What a model request costs: USD per million input and output tokens, per model, and the cost of a Usage; and
+what a request may cost at most before it is sent (its estimate, reserved against a daily budget)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from pydantic import BaseModel, Field
 
-from judges.models.protocol import Usage
+from judges.models.protocol import ImagePart, ModelRequest, Usage
 
 
 class Price(BaseModel):
@@ -15,7 +17,7 @@ class Price(BaseModel):
 
 
 # List prices (USD per million tokens) of the common models, as published by Anthropic and OpenAI in 2025.
-# A model not named here (and not in JUDGE_MCP_PRICES) has an unknown cost: null, never a guess.
+# A model not named here (nor in SNAPSHOTS, nor in JUDGE_MCP_PRICES) has an unknown cost: null, never a guess.
 DEFAULT_PRICES: dict[str, Price] = {
     "claude-opus-4-1": Price(input=15.0, output=75.0),
     "claude-opus-4": Price(input=15.0, output=75.0),
@@ -36,16 +38,41 @@ DEFAULT_PRICES: dict[str, Price] = {
     "o4-mini": Price(input=1.1, output=4.4),
 }
 
+# The dated snapshots (and `-latest` aliases) the vendors publish for the models above, each priced as the model it
+# is a snapshot of. Only these: a name is never priced by a prefix it starts with (`gpt-x-2` is not `gpt-x`, and
+# `gpt-4o-2024-05-13` had another price than `gpt-4o`, so it is not listed).
+SNAPSHOTS: dict[str, str] = {
+    "claude-opus-4-1-20250805": "claude-opus-4-1",
+    "claude-opus-4-20250514": "claude-opus-4",
+    "claude-sonnet-4-5-20250929": "claude-sonnet-4-5",
+    "claude-sonnet-4-20250514": "claude-sonnet-4",
+    "claude-3-7-sonnet-20250219": "claude-3-7-sonnet",
+    "claude-3-7-sonnet-latest": "claude-3-7-sonnet",
+    "claude-haiku-4-5-20251001": "claude-haiku-4-5",
+    "claude-3-5-haiku-20241022": "claude-3-5-haiku",
+    "claude-3-5-haiku-latest": "claude-3-5-haiku",
+    "gpt-5-2025-08-07": "gpt-5",
+    "gpt-5-mini-2025-08-07": "gpt-5-mini",
+    "gpt-5-nano-2025-08-07": "gpt-5-nano",
+    "gpt-4.1-2025-04-14": "gpt-4.1",
+    "gpt-4.1-mini-2025-04-14": "gpt-4.1-mini",
+    "gpt-4.1-nano-2025-04-14": "gpt-4.1-nano",
+    "gpt-4o-2024-08-06": "gpt-4o",
+    "gpt-4o-2024-11-20": "gpt-4o",
+    "gpt-4o-mini-2024-07-18": "gpt-4o-mini",
+    "o3-2025-04-16": "o3",
+    "o4-mini-2025-04-16": "o4-mini",
+}
+
 
 def price_of(prices: Mapping[str, Price], model: str) -> Price | None:
-    """A model's price: by its full string (`openai:gpt-4o`), then its name (`gpt-4o`), then the longest known
-    name it starts with (a dated `claude-sonnet-4-5-20250929` is priced as `claude-sonnet-4-5`); None if unknown."""
+    """A model's price, by exact name only: its full string (`openai:gpt-4o`), then its name (`gpt-4o`), then, for a
+    listed dated snapshot (SNAPSHOTS), the model it is a snapshot of; None if unknown."""
     name = model.partition(":")[2] or model
-    for key in (model, name):
-        if key in prices:
+    for key in (model, name, SNAPSHOTS.get(name)):
+        if key is not None and key in prices:
             return prices[key]
-    known = [k for k in prices if ":" not in k and name.startswith(k + "-")]
-    return prices[max(known, key=len)] if known else None
+    return None
 
 
 def cost_of(prices: Mapping[str, Price], model: str, usage: Usage) -> float | None:
@@ -53,4 +80,35 @@ def cost_of(prices: Mapping[str, Price], model: str, usage: Usage) -> float | No
     price = price_of(prices, model)
     if price is None:
         return None
+    return round((usage.input_tokens * price.input + usage.output_tokens * price.output) / 1_000_000, 8)
+
+
+# An image costs at most ~1,600 input tokens on the vendors' own counts (Anthropic: width × height / 750 after
+# resizing to ≤1.15 MP; OpenAI: 85 + 170 a 512-px tile, ≤1,105 at high detail).
+IMAGE_TOKENS = 1_600
+MESSAGE_TOKENS = 8  # each message's own framing (role, separators)
+
+
+def estimated_input_tokens(request: ModelRequest) -> int:
+    """At least as many input tokens as the request will likely count: one per 3 UTF-8 bytes of its text (English
+    runs ~4 characters a token, code ~3, CJK one a character, i.e. 3 bytes), the structured-output schema included,
+    IMAGE_TOKENS an image and MESSAGE_TOKENS a message."""
+    text_bytes = len((request.system or "").encode())
+    images = 0
+    for message in request.messages:
+        for part in message.content:
+            if isinstance(part, ImagePart):
+                images += 1
+            else:
+                text_bytes += len(part.text.encode())
+    if request.json_schema is not None:
+        import json
+
+        text_bytes += len(json.dumps(request.json_schema).encode())
+    return math.ceil(text_bytes / 3) + images * IMAGE_TOKENS + (len(request.messages) + 1) * MESSAGE_TOKENS
+
+
+def estimated_cost(price: Price, request: ModelRequest) -> float:
+    """The most `request` is expected to cost at `price`: its estimated input tokens and all of max_tokens out."""
+    usage = Usage(input_tokens=estimated_input_tokens(request), output_tokens=request.max_tokens)
     return round((usage.input_tokens * price.input + usage.output_tokens * price.output) / 1_000_000, 8)

@@ -71,6 +71,11 @@ class Usage(BaseModel):
     cost_usd: float | None = Field(
         default=0.0, description="What the model requests cost in USD at the configured prices (JUDGE_MCP_PRICES); "
         "null when a model's price is unknown. Cached replies cost nothing.")
+    refused_requests: int = Field(default=0, description=(
+        "Model requests not sent: the organization's daily budget could not cover their estimated cost."))
+    budget_exceeded: bool = Field(default=False, description=(
+        "The daily budget ran out during this work: what is missing from the result (failures of kind "
+        "budget_exceeded) was not judged, and nothing was guessed in its place."))
 
     @computed_field(description="Every reply came from the result cache: no model request was made.")  # type: ignore[prop-decorator]
     @property
@@ -86,6 +91,8 @@ class Usage(BaseModel):
             requests=self.requests + other.requests,
             cache_hits=self.cache_hits + other.cache_hits,
             cost_usd=None if cost is None else round(cost, 8),
+            refused_requests=self.refused_requests + other.refused_requests,
+            budget_exceeded=self.budget_exceeded or other.budget_exceeded,
         )
 
 

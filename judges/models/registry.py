@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-import anyio
-
 from judges.errors import ConfigError
+from judges.models.fairshare import FairPool
 from judges.models.guard import CallPolicy, GuardedClient
 from judges.models.protocol import ModelClient
 
@@ -20,18 +20,50 @@ NO_BACKEND = (
 )
 
 
+MAX_MODEL_CHARS = 200
+JURY_MAX = 8
+
+
 def parse_model_string(value: str) -> tuple[str, str]:
-    """Split a model string into (provider, model); raise ValueError with the accepted forms."""
+    """Split a model string into (provider, model), spacing around either part dropped and the provider's case
+    ignored; raise ValueError with the accepted forms."""
     value = value.strip()
-    if value in ("auto", "sampling", "demo"):
-        return value, ""
+    if value.lower() in ("auto", "sampling", "demo"):
+        return value.lower(), ""
     provider, sep, model = value.partition(":")
-    if not sep or provider not in PROVIDERS or not model.strip():
+    provider, model = provider.strip().lower(), model.strip()
+    if not sep or provider not in PROVIDERS or not model:
         raise ValueError(
-            f"model {value!r} is not understood: use 'auto', 'sampling', 'anthropic:<model>', "
+            f"model {value[:MAX_MODEL_CHARS]!r} is not understood: use 'auto', 'sampling', 'anthropic:<model>', "
             "'openai:<model>', 'openai-compatible:<model>' or 'demo'"
         )
-    return provider, model.strip()
+    if len(model) > MAX_MODEL_CHARS or any(ch.isspace() or not ch.isprintable() for ch in model):
+        raise ValueError(f"model {value[:MAX_MODEL_CHARS]!r}: a model name is at most {MAX_MODEL_CHARS} printable "
+                         "characters without spaces, e.g. 'openai:gpt-4o'")
+    return provider, model
+
+
+def model_string(value: str) -> str:
+    """A model string in its one spelling (`provider:model`, or auto/sampling/demo): how it is stored, priced,
+    cached and counted, so ' openai:gpt-x' and 'OpenAI:gpt-x ' are one model."""
+    provider, model = parse_model_string(value)
+    return f"{provider}:{model}" if model else provider
+
+
+def jury_models(models: Sequence[str], most: int = JURY_MAX) -> list[str]:
+    """A jury's models, each in its one spelling, refused (ValueError) unless 2 to `most` DIFFERENT models are
+    named: the same model spelled twice (spacing, case) counts once, so it cannot weigh double in the verdict."""
+    spelled = [model_string(m) for m in models]
+    seen: dict[str, str] = {}
+    for given, one in zip(models, spelled, strict=True):
+        if one.casefold() in seen:
+            raise ValueError(f"models must name different models; {given!r} and {seen[one.casefold()]!r} are both "
+                             f"{one}")
+        seen[one.casefold()] = given
+    if not 2 <= len(spelled) <= most:
+        raise ValueError(f"models must name 2 to {most} different models, e.g. "
+                         f'["anthropic:claude-sonnet-4-5", "openai:gpt-4o"]; got {len(spelled)}')
+    return spelled
 
 
 @dataclass(frozen=True)
@@ -41,6 +73,7 @@ class BackendConfig:
     openai_api_key: str | None = None
     openai_base_url: str | None = None
     compatible_base_url: str | None = None
+    compatible_api_key: str | None = None
     anthropic_model: str = "claude-sonnet-4-5"
     openai_model: str = "gpt-4.1-mini"
     compatible_model: str = "default"
@@ -48,14 +81,17 @@ class BackendConfig:
 
 
 class ModelRegistry:
-    """Builds one guarded client per model string, all sharing one concurrency cap."""
+    """Builds one guarded client per model string, all sharing one pool of model requests (at most
+    `concurrency` in flight, `org_concurrency` of them one organization's, served round-robin between the
+    organizations waiting: judges/models/fairshare.py)."""
 
-    def __init__(self, default: str, config: BackendConfig, policy: CallPolicy, concurrency: int):
+    def __init__(self, default: str, config: BackendConfig, policy: CallPolicy, concurrency: int,
+                 org_concurrency: int | None = None):
         parse_model_string(default)
         self.default = default
         self.config = config
         self.policy = policy
-        self.limiter = anyio.CapacityLimiter(concurrency)
+        self.limiter = FairPool(concurrency, org_concurrency)
         self._clients: dict[str, ModelClient] = {}
 
     def guard(self, client: ModelClient, model_id: str | None = None) -> ModelClient:
@@ -123,12 +159,15 @@ class ModelRegistry:
             return OpenAIChatClient(
                 name, api_key=c.openai_api_key, base_url=c.openai_base_url, timeout_s=c.sdk_timeout_s
             )
-        base_url = c.compatible_base_url or c.openai_base_url
-        if not base_url:
+        # Each key goes only to the address it belongs to: the compatible server's own key to
+        # JUDGE_MCP_COMPATIBLE_BASE_URL; OPENAI_API_KEY only where OPENAI_BASE_URL points (never to the former).
+        if c.compatible_base_url:
+            base_url, api_key = c.compatible_base_url, c.compatible_api_key
+        elif c.openai_base_url:
+            base_url, api_key = c.openai_base_url, c.openai_api_key
+        else:
             raise ConfigError(
                 f"model 'openai-compatible:{name}' needs JUDGE_MCP_COMPATIBLE_BASE_URL (or OPENAI_BASE_URL), "
                 "e.g. http://127.0.0.1:8080/v1."
             )
-        return OpenAIChatClient(
-            name, api_key=c.openai_api_key, base_url=base_url, compatible=True, timeout_s=c.sdk_timeout_s
-        )
+        return OpenAIChatClient(name, api_key=api_key, base_url=base_url, compatible=True, timeout_s=c.sdk_timeout_s)

@@ -152,6 +152,14 @@ class CompareResult(BaseModel):
         default=None, description="samples > 1, viescore: each candidate's score spread over the samples "
                                   "(its value is the mean).")
 
+    def no_result(self) -> str | None:
+        """Why this result holds no usable verdict (every reply failed), or None."""
+        if self.value != FAILED or any(v is not None for v in self.meta.get("vie_score") or []):
+            return None  # a verdict, or a real score for one of two images (the failures count the other)
+        kinds = sorted({f.get("kind", "") for f in self.failures} | {
+            "failed" for m in (self.jury.members if self.jury else []) if m.value is None})
+        return f"no judge's verdict could be read ({', '.join(k for k in kinds if k) or 'failed'})"
+
 
 # --- inputs, declared by the prompt assets -------------------------------------------------
 
@@ -588,6 +596,9 @@ async def compare_jury(clients: Sequence[tuple[str, ModelClient]], progress: Pro
             members.append(JuryMember(model=name, value=None, error=outcome.failure.describe()))
     results = [o for o in outcomes if isinstance(o, CompareResult)]
     usage = sum((r.usage for r in results), Usage())
+    # Every member's failed replies (a sample, an order), named by model: a member that still voted says too.
+    failures = [{"model": name, **f} for (name, _), o in zip(clients, outcomes, strict=True)
+                if isinstance(o, CompareResult) for f in o.failures]
     if arguments.get("method") == "viescore":
         jury = score_jury(members)
         means = jury.verdict if isinstance(jury.verdict, list) else []
@@ -602,8 +613,8 @@ async def compare_jury(clients: Sequence[tuple[str, ModelClient]], progress: Pro
         kind: Literal["pairwise_comparison", "single_score"] = "single_score" if len(arguments["candidates"]) == 1 \
             else "pairwise_comparison"
         return CompareResult(type=kind, value=value, meta={"jury_models": [n for n, _ in clients]}, usage=usage,
-                             jury=jury)
+                             jury=jury, failures=failures)
     jury = verdict_jury(members, failed=FAILED, tie="Tie")
     consistent = vote([str(m.value) for m in members if m.value is not None], failed=FAILED).consistent
     return CompareResult(type="pairwise_comparison", value=str(jury.verdict), consistent=consistent,
-                         meta={"jury_models": [n for n, _ in clients]}, usage=usage, jury=jury)
+                         meta={"jury_models": [n for n, _ in clients]}, usage=usage, jury=jury, failures=failures)

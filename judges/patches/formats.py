@@ -3,11 +3,11 @@ aider-style SEARCH/REPLACE blocks and unified diffs."""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Literal
 
 from judges.errors import InputError
+from judges.inputs import caller_values
 
 PatchFormat = Literal["auto", "ops", "search_replace", "unified_diff"]
 
@@ -43,7 +43,9 @@ def to_ops(patch: Any, fmt: PatchFormat = "auto", *, default_path: str | None = 
     kind = detect_format(patch) if fmt == "auto" else fmt
     if kind == "ops":
         try:
-            value = json.loads(patch)
+            value = caller_values.loads(patch, "patch")
+        except InputError:
+            raise
         except ValueError as exc:
             raise InputError(f"patch text is not valid JSON: {exc}") from None
         if not isinstance(value, dict):

@@ -12,7 +12,6 @@ import difflib
 import functools
 import os
 import re
-import secrets
 import stat
 import unicodedata
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 import prompts
 from judges.errors import InputError
 from judges.inputs.paths import Tree, open_file, read_fd, resolve_relative
-from judges.patches import linediff
+from judges.patches import journal, linediff
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 
@@ -491,6 +490,8 @@ def simulate(ops: list[PatchOp], root: Path, tree: Tree | None = None, *,
             parts = path.relative_to(root).parts
             if ".git" in parts:
                 raise InputError("must not point into .git")
+            if journal.reserved(parts[-1]):
+                raise InputError("is a name judge-mcp reserves for its own temporary files; choose another name")
             state = sim.files.get(path)
             if state is None:
                 state = sim.files[path] = _load(path.relative_to(root).as_posix(), path, parts, tree)
@@ -530,8 +531,10 @@ def validate_patch(patch: Any, root: Path | None = None, *, limits: PatchLimits 
 
 
 def apply_patch(patch: Any, root: Path, *, dry_run: bool = False, limits: PatchLimits = DEFAULT_LIMITS,
-                allow_read_only: bool = False) -> ApplyReport:
-    """All-or-nothing: every new file is computed first; on any failure the tree is left byte-identical.
+                allow_read_only: bool = False, register: Path | None = None) -> ApplyReport:
+    """All-or-nothing: every new file is computed first; on any failure the tree is left byte-identical, and a
+    crash (kill -9) is finished or undone by the next apply on this root or the next server start (journal.py;
+    `register`: the data home's folder that notes roots with an apply under way, for that start).
 
     The root is opened once; every read, write, rename and unlink below it goes through directory
     fds that never follow a symlink, so a directory swapped for a link mid-way fails the patch.
@@ -540,6 +543,9 @@ def apply_patch(patch: Any, root: Path, *, dry_run: bool = False, limits: PatchL
     if errors:
         return ApplyReport(applied=False, errors=errors, warnings=warnings, dry_run=dry_run)
     with Tree(root) as tree:
+        # An apply that a crash interrupted here is finished or undone first: the patch meets a whole tree.
+        recovered = journal.recover(tree) if not dry_run else journal.Recovered()
+        warnings += recovered.notes
         sim = simulate(ops, root, tree, allow_read_only=allow_read_only)
         warnings += sim.warnings
         diff = sim.diff()
@@ -549,25 +555,20 @@ def apply_patch(patch: Any, root: Path, *, dry_run: bool = False, limits: PatchL
             return ApplyReport(applied=False, diff=diff, errors=sim.errors, warnings=warnings, dry_run=dry_run)
         if dry_run:
             return ApplyReport(applied=False, files_changed=names, diff=diff, warnings=warnings, dry_run=True)
-        cleaned = clean_leftovers(tree)
+        cleaned = clean_leftovers(tree, keep=recovered.running)
         if cleaned:
             warnings.append(f"removed {len(cleaned)} temporary file(s) left by an interrupted earlier apply: "
                             + ", ".join(cleaned[:10]))
         try:
-            _commit(changed, tree)
+            _commit(changed, tree, register)
         except (OSError, InputError) as exc:
             return ApplyReport(applied=False, diff=diff, errors=[f"nothing was changed: {exc}"], warnings=warnings)
     return ApplyReport(applied=True, files_changed=names, diff=diff, warnings=warnings)
 
 
-# Temp files are named `.<name>.<pid>-<random>.judge-mcp.tmp` (and `.del` for a file being removed):
-# one whose process is gone was left by an interrupted apply and is removed by the next one.
-_LEFTOVER = re.compile(r"^\..*\.(\d+)-[0-9a-f]{12}\.judge-mcp\.(tmp|del)$")
+# Temp files (journal.TEMP_NAME) whose process is gone were left by an interrupted apply of a server without
+# journals; the next apply removes them (a journal's own temps are finished or undone by journal.recover first).
 _SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".tox"}
-
-
-def _temp_name(name: str, kind: str) -> str:
-    return f".{name[:100]}.{os.getpid()}-{secrets.token_hex(6)}.judge-mcp.{kind}"
 
 
 def _alive(pid: int) -> bool:
@@ -582,16 +583,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def clean_leftovers(tree: Tree, max_entries: int = 50_000) -> list[str]:
-    """Remove temp files of applies whose process died (kill -9); returns their relative paths."""
+def clean_leftovers(tree: Tree, max_entries: int = 50_000, keep: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """Remove temp files of applies whose process died (kill -9), except `keep` (a running apply's);
+    returns their relative paths."""
     removed: list[str] = []
     seen = 0
     for top, dirs, files, dir_fd in os.fwalk(".", dir_fd=tree.fd):
         dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]
         seen += len(dirs) + len(files)
         for name in files:
-            match = _LEFTOVER.match(name)
-            if match and not _alive(int(match.group(1))):
+            match = journal.TEMP_NAME.match(name)
+            if match and name not in keep and not _alive(int(match.group(1))):
                 try:
                     os.unlink(name, dir_fd=dir_fd)
                 except FileNotFoundError:
@@ -602,82 +604,26 @@ def clean_leftovers(tree: Tree, max_entries: int = 50_000) -> list[str]:
     return removed
 
 
-def _write_new(dir_fd: int, name: str, data: bytes, mode: int | None) -> str:
-    """A temp file next to `name` holding `data`: the old mode kept, a new file's mode from the umask."""
-    tmp = _temp_name(name, "tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            if mode is not None:
-                os.fchmod(f.fileno(), stat.S_IMODE(mode))
-            os.fsync(f.fileno())
-    except BaseException:
-        os.unlink(tmp, dir_fd=dir_fd)
-        raise
-    return tmp
-
-
-def _commit(changed: list[FileState], tree: Tree) -> None:
-    """Write through temp files and renames inside directory fds; undo everything done so far on failure."""
-    temps: dict[Path, tuple[int, str]] = {}
-    trash: dict[Path, tuple[int, str]] = {}
-    made_dirs: list[tuple[str, ...]] = []
-    replaced: list[FileState] = []
-    try:
-        for s in changed:  # the tree must still be as we read it
-            now = _read_current(tree, s.parts)
-            if (now[0] if now else None) != s.original:
-                raise InputError(f"{s.rel} changed while the patch was being prepared; validate again")
-        for s in changed:
-            data = s.encoded()
-            if data is None:
-                continue
-            dir_fd = tree.dir(s.parts[:-1], create=True, made=made_dirs)
-            assert dir_fd is not None
-            temps[s.path] = (dir_fd, _write_new(dir_fd, s.parts[-1], data, s.mode))
-        for s in changed:
-            name = s.parts[-1]
-            if s.text is None:
-                dir_fd = tree.dir(s.parts[:-1])
-                assert dir_fd is not None
-                held = _temp_name(name, "del")
-                os.replace(name, held, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-                trash[s.path] = (dir_fd, held)
-            else:
-                dir_fd, tmp = temps[s.path]
-                os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-                del temps[s.path]
-            replaced.append(s)
-    except BaseException:
-        for s in reversed(replaced):
-            name = s.parts[-1]
-            if s.path in trash:
-                dir_fd, held = trash.pop(s.path)
-                os.replace(held, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-                continue
-            dir_fd = tree.dir(s.parts[:-1])
-            assert dir_fd is not None
-            if s.original is None:
-                os.unlink(name, dir_fd=dir_fd)
-            else:
-                back = _write_new(dir_fd, name, s.original, s.mode)
-                os.replace(back, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        for dir_fd, leftover in temps.values():
-            try:
-                os.unlink(leftover, dir_fd=dir_fd)
-            except FileNotFoundError:
-                pass
-        for parts in reversed(made_dirs):
-            parent = tree.dir(parts[:-1])
-            try:
-                os.rmdir(parts[-1], dir_fd=parent)
-            except OSError:
-                pass
-        raise
-    for dir_fd, held in trash.values():
-        try:
-            os.unlink(held, dir_fd=dir_fd)
-        except FileNotFoundError:
-            pass
+def _commit(changed: list[FileState], tree: Tree, register: Path | None) -> None:
+    """Write through temp files and renames inside directory fds, under a journal (journal.py): all or nothing,
+    across a crash too."""
+    for s in changed:  # the tree must still be as we read it
+        now = _read_current(tree, s.parts)
+        if (now[0] if now else None) != s.original:
+            raise InputError(f"{s.rel} changed while the patch was being prepared; validate again")
+    plan = journal.Plan()
+    contents: dict[tuple[tuple[str, ...], str], tuple[bytes, int | None]] = {}
+    for s in changed:
+        folder, name = s.parts[:-1], s.parts[-1]
+        data = s.encoded()
+        if data is not None:
+            for depth in range(1, len(s.parts)):
+                prefix = s.parts[:depth]
+                if prefix not in plan.new_dirs and tree.dir(prefix) is None:
+                    plan.new_dirs.append(prefix)
+            contents[(folder, name)] = (data, s.mode)
+        plan.entries.append(journal.Entry(
+            dir=folder, name=name, tmp=None if data is None else journal.temp_name(name, "tmp"),
+            backup=None if s.original is None else journal.temp_name(name, "old"),
+            old=journal.sha256(s.original), new=journal.sha256(data)))
+    journal.apply_planned(tree, plan, contents, register)

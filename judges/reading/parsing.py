@@ -15,7 +15,7 @@ import anyio.to_thread
 from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel, to_pascal
 
-from judges.errors import BackendError, FailureKind, JudgeError, JudgeFailure
+from judges.errors import BackendError, BudgetError, FailureKind, JudgeError, JudgeFailure
 from judges.models.protocol import Message, ModelClient, ModelReply, ModelRequest, TokenLogprob, Usage
 
 
@@ -79,7 +79,7 @@ def json_candidates(text: str) -> list[Any]:
     for attempt in (stripped, _TRAILING_COMMA.sub(r"\1", stripped)):
         try:
             value = json.loads(attempt, strict=False)
-        except (ValueError, RecursionError):  # RecursionError: thousands of unclosed brackets
+        except (ValueError, RecursionError):  # a reply nested deeper than the parser goes is no verdict
             continue
         return [value]
     found: list[Any] = []
@@ -115,7 +115,7 @@ def _near_json(span: str) -> Any:
     with single quotes, as some vision models write ({'score': [8, 9]}); None otherwise."""
     try:
         return json.loads(_TRAILING_COMMA.sub(r"\1", span), strict=False)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     if len(span) > 100_000:
         return None
@@ -258,6 +258,9 @@ async def run_judge(
             reply: ModelReply = await client.complete(request)
         except BackendError as err:
             outcome.usage = outcome.usage + Usage(requests=getattr(err, "requests", 1))
+            return fail(err.kind, str(err))
+        except BudgetError as err:  # not sent: the day's budget cannot cover it (judges/store/metering.py)
+            outcome.usage = outcome.usage + Usage(refused_requests=1, budget_exceeded=True)
             return fail(err.kind, str(err))
         exchanges.append((request, reply))
         outcome.raw_text = reply.text

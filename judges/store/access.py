@@ -105,16 +105,18 @@ class TokenStore:
 
 
 class RateLimiter:
-    """Calls per minute per organization: one fixed-window row per organization and minute, counted by one
-    atomic `UPDATE ... SET calls = calls + 1` in the database every replica shares."""
+    """Requests per minute per organization: tool calls, resource reads, prompts, lists, and each model request a
+    call sends (one calibrate_judge may send thousands), counted together. One fixed-window row per organization
+    and minute, counted by one atomic `UPDATE ... SET calls = calls + 1` in the database every replica shares."""
 
     def __init__(self, db: Database, per_minute: int):
         self.db = db
         self.per_minute = per_minute
 
-    def take(self, organization: str, now: datetime | None = None) -> int:
-        """Count one call; OverLimitError (saying the limit and when to retry) when the minute is full.
-        Returns the calls counted in this minute, this one included."""
+    def take(self, organization: str, now: datetime | None = None, *, what: str = "call") -> int:
+        """Count one request (`what`: "call" for an MCP request, "request" for a model request); OverLimitError
+        (saying the limit and when to retry) when the minute is full. Returns the count of this minute, this
+        one included."""
         moment = now or _now()
         window = moment.replace(second=0, microsecond=0)
         key = _iso(window)
@@ -129,8 +131,10 @@ class RateLimiter:
                 conn.execute("DELETE FROM rate_windows WHERE window_start < ?", (_iso(window - timedelta(hours=1)),))
         if calls > self.per_minute:
             retry = max(1, int((window + timedelta(minutes=1) - moment).total_seconds() + 0.999))
+            refused = "a model request was not sent: " if what == "request" else ""
             raise OverLimitError(
-                f"organization {organization!r} has made its {self.per_minute} calls this minute "
-                f"(JUDGE_MCP_RATE_LIMIT_PER_MINUTE); retry in {retry} s",
+                f"{refused}organization {organization!r} has made its {self.per_minute} requests this minute "
+                f"(calls, reads, lists and model requests count together: JUDGE_MCP_RATE_LIMIT_PER_MINUTE); "
+                f"retry in {retry} s",
             )
         return calls

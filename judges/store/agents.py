@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 import prompts
 from judges.errors import InputError, NotFoundError
-from judges.models.registry import parse_model_string
+from judges.models.registry import jury_models, model_string
 from judges.store.database import Database
 
 TOP_K_MAX = 50  # most guideline chunks one search returns (an agent's rag_config.top_k, search_guidelines' top_k)
@@ -157,18 +157,13 @@ def _check_fields(fields: dict[str, Any]) -> dict[str, Any]:
                              f"(got {scale.min:g}–{scale.max:g})")
         out["score_scale"] = scale
     if out.get("models"):
-        models = out["models"]
-        if not 2 <= len(models) <= 8 or len(set(models)) != len(models):
-            raise InputError(f"models must name 2 to 8 different models, e.g. "
-                             f'["anthropic:claude-sonnet-4-5", "openai:gpt-4o"]; got {models!r}')
-        for m in models:
-            try:
-                parse_model_string(m)
-            except ValueError as exc:
-                raise InputError(f"models: {exc}") from None
+        try:
+            out["models"] = jury_models(out["models"])
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
     if out.get("model"):
         try:
-            parse_model_string(out["model"])
+            out["model"] = model_string(out["model"])
         except ValueError as exc:
             raise InputError(str(exc)) from None
     return out

@@ -145,6 +145,21 @@ CREATE TABLE IF NOT EXISTS rate_windows (
     calls INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (organization_id, window_start)
 );
+CREATE TABLE IF NOT EXISTS budget_daily (
+    organization_id TEXT NOT NULL,
+    day TEXT NOT NULL,
+    spent_nusd INTEGER NOT NULL DEFAULT 0,
+    reserved_nusd INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (organization_id, day)
+);
+CREATE TABLE IF NOT EXISTS budget_reservations (
+    id TEXT PRIMARY KEY,
+    organization_id TEXT NOT NULL,
+    day TEXT NOT NULL,
+    amount_nusd INTEGER NOT NULL,
+    expires_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS budget_reservations_day ON budget_reservations (organization_id, day, expires_at);
 """
 
 
@@ -181,6 +196,37 @@ _ADVISORY_KEY = 0x6A756467  # "judg": the schema lock shared by every replica
 
 def _statements(script: str) -> list[str]:
     return [part.strip() for part in script.split(";") if part.strip()]
+
+
+def storable(params: tuple[object, ...] | list[object]) -> tuple[object, ...]:
+    """The parameters of one statement, refused (InputError) when a text holds a NUL byte: PostgreSQL cannot keep
+    one and SQLite would, so both engines refuse it alike, as the caller's input, before the statement runs. Tool
+    arguments are checked at the door (server/app.py, naming the argument); this catches text from anywhere else
+    (a dataset file, a document) the same way on both engines."""
+    for value in params:
+        if isinstance(value, str) and "\x00" in value:
+            from judges.errors import InputError
+
+            raise InputError(f"a text value contains a NUL byte (\\x00) and cannot be stored: remove it "
+                             f"(it begins {value[:40]!r})")
+    return tuple(params)
+
+
+def shown(text: str | None) -> str | None:
+    """A message the server writes itself (a job's progress or error, a document's error), which may quote bytes
+    it read: a NUL written as `\\x00`, so storing it never fails."""
+    return None if text is None else text.replace("\x00", "\\x00")
+
+
+class _SqliteConnection:
+    """The SQLite connection inside one transaction (what `transaction()` yields): its statements' parameters
+    are checked like PostgreSQL's."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+
+    def execute(self, sql: str, params: tuple[object, ...] | list[object] = ()) -> Any:
+        return self._conn.execute(sql, storable(params))
 
 
 class Database:
@@ -231,7 +277,7 @@ class Database:
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                yield self._conn
+                yield _SqliteConnection(self._conn)
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
@@ -239,7 +285,7 @@ class Database:
 
     def query(self, sql: str, params: tuple[object, ...] = ()) -> list[Any]:
         with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+            return self._conn.execute(sql, storable(params)).fetchall()
 
     def close(self) -> None:
         with self._lock:
@@ -293,7 +339,7 @@ class _PgConnection:
         self._conn = conn
 
     def execute(self, sql: str, params: tuple[object, ...] | list[object] = ()) -> Any:
-        return self._conn.execute(pg_sql(sql), tuple(params))
+        return self._conn.execute(pg_sql(sql), storable(params))
 
 
 class PostgresDatabase(Database):
@@ -357,7 +403,7 @@ class PostgresDatabase(Database):
 
     def query(self, sql: str, params: tuple[object, ...] = ()) -> list[Any]:
         with self._pool.connection() as conn:
-            cur = conn.execute(pg_sql(sql), params)
+            cur = conn.execute(pg_sql(sql), storable(params))
             return cur.fetchall() if cur.description else []
 
     def close(self) -> None:

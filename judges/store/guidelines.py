@@ -29,7 +29,7 @@ from judges.errors import FailureKind, InputError, NotFoundError
 from judges.inputs.paths import read_resolved, resolve_file
 from judges.progress import Progress
 from judges.store.agents import TOP_K_MAX, AgentStore
-from judges.store.database import Database
+from judges.store.database import Database, shown
 from rag.chunking import chunk_text
 from rag.formats import DocumentError, Limits
 from rag.store import GuidelineStore, Hit, StoreError
@@ -41,6 +41,7 @@ MAX_QUERY_CHARS = 10_000  # of a search query; search_guidelines refuses longer 
 
 Status = Literal["pending", "processed", "failed"]
 
+SEARCH_READY = "search state"  # the warm-up step after which a search finds everything it needs loaded
 INTERRUPTED = "interrupted (server stopped during processing); upload again"
 CLEANUP = "interrupted"  # the owner of a failed record whose partial chunks are still to be removed
 
@@ -99,6 +100,14 @@ class GuidelineDocument(BaseModel):
     error: str | None = None
     created_at: str
     updated_at: str
+    duplicate_of: str | None = Field(default=None, description=(
+        "Set by upload_guideline when these exact bytes were already uploaded to this agent: the id of that "
+        "document, whose record (with its own filename) this is; nothing was added."))
+    note: str | None = Field(default=None, description="What happened, in words, when it is not a plain upload.")
+
+    def no_result(self) -> str | None:
+        """Why this document gives nothing to search (it failed to process), or None."""
+        return f"the document could not be processed: {self.error}" if self.processing_status == "failed" else None
 
 
 class GuidelineChunk(BaseModel):
@@ -162,6 +171,15 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def duplicate(existing: GuidelineDocument, filename: str) -> GuidelineDocument:
+    """The record an upload of bytes already stored returns: the existing document, saying so."""
+    named = "under the same name" if existing.filename == filename else f"as {existing.filename!r}, not {filename!r}"
+    return existing.model_copy(update={"duplicate_of": existing.id, "note": (
+        f"duplicate: these exact bytes were already uploaded to this agent {named} (document {existing.id}, "
+        f"{existing.created_at}); nothing was added and that record is returned. To keep this name instead, "
+        "delete_guideline that document and upload again.")})
+
+
 def _document(row: Any) -> GuidelineDocument:
     return GuidelineDocument(
         id=row["id"], agent_id=row["agent_id"], filename=row["filename"], mime_type=row["mime_type"],
@@ -190,6 +208,19 @@ class Guidelines:
         """The warm-up's store step: open the store, then remove what interrupted uploads left in it."""
         self.store.open()
         self.clear_interrupted()
+
+    def preload(self) -> None:
+        """The warm-up's search step: what the first search after a start would otherwise pay. One query
+        embedded (onnxruntime's first run allocates its buffers), then the search state (vectors, BM25 index)
+        of the agents whose documents changed last, as many as the memory budget and ~3 s allow."""
+        self.store.embedder.embed(["warm-up"])
+        rows = self.db.query("SELECT agent_id, MAX(updated_at) AS last FROM documents "
+                             "WHERE processing_status='processed' GROUP BY agent_id ORDER BY last DESC LIMIT 100")
+        agents = [r["agent_id"] for r in rows]
+        loaded = self.store.preload(agents)
+        if loaded:  # one search run through (tokenizer, stemmer, BM25 scoring, numpy's first products: ~30 ms)
+            self.store.search(agents[0], "warm up the guideline search", 1, 0.0)
+        log.debug("warm-up: search state of %d agent(s) loaded", loaded)
 
     def close(self) -> None:
         self.parser.close()
@@ -251,10 +282,30 @@ class Guidelines:
                 conn.execute("UPDATE documents SET owner=NULL WHERE id=? AND owner=?", (row["id"], CLEANUP))
         return len(rows)
 
-    async def ready(self) -> None:
-        """Wait (off the event loop) for the warm-up: nothing heavy is imported beside it."""
-        if not self.warmup.done:
-            await anyio.to_thread.run_sync(self.warmup.wait)
+    async def ready(self, progress: Progress | None = None, until: str | None = None) -> None:
+        """Wait (off the event loop) for the warm-up (or its steps up to `until`): nothing heavy is imported beside
+        it. A caller that waits is told what it waits for (progress notifications, each second): the one-time
+        model export above all."""
+        if self.warmup.passed(until):
+            return
+        if progress is None:
+            await anyio.to_thread.run_sync(lambda: self.warmup.wait(None, until))
+            return
+        said = None
+        while not await anyio.to_thread.run_sync(lambda: self.warmup.wait(1.0, until)):
+            message = self.waiting_for()
+            if message != said:
+                said = message
+                step = self.warmup.step
+                await progress(step[0] if step else 0, self.warmup.total, message)
+
+    def waiting_for(self) -> str:
+        """What the warm-up is doing now, in words for a person waiting on it."""
+        if getattr(self.store.embedder, "exporting", False):
+            return ("waiting for the embedding model: it is exported to ONNX once, on the first start with this "
+                    "model cache (~15-40 s); later starts load it in about a second")
+        step = self.warmup.step
+        return f"waiting for the server's warm-up: {step[1] if step else 'starting'}"
 
     def _get(self, org: str, agent_id: str, document_id: str) -> GuidelineDocument:
         rows = self.db.query("SELECT * FROM documents WHERE id=? AND agent_id=? AND organization_id=?",
@@ -266,7 +317,8 @@ class Guidelines:
     def _set(self, document_id: str, **fields: Any) -> None:
         cols = ", ".join(f"{k}=?" for k in fields)
         with self.db.transaction() as conn:
-            conn.execute(f"UPDATE documents SET {cols}, updated_at=? WHERE id=?", (*fields.values(), _now(), document_id))
+            values = [shown(v) if k == "error" else v for k, v in fields.items()]  # a parser's message may quote bytes
+            conn.execute(f"UPDATE documents SET {cols}, updated_at=? WHERE id=?", (*values, _now(), document_id))
 
     async def _update(self, document_id: str, **fields: Any) -> None:
         """`_set` from async code (Database.run: off the event loop on PostgreSQL)."""
@@ -292,7 +344,8 @@ class Guidelines:
 
     async def upload(self, org: str, agent_id: str, data: bytes, filename: str,
                      progress: Progress | None = None) -> GuidelineDocument:
-        """Store one document for an agent; the same bytes again return the existing record, adding nothing."""
+        """Store one document for an agent; the same bytes again return the existing record (its own filename,
+        `duplicate_of` and a note saying so), adding nothing."""
         await self.db.run(self.agents.get, org, agent_id)
         s = self.settings
         if len(data) > s.max_file_bytes:
@@ -304,9 +357,9 @@ class Guidelines:
         rows = await self.db.run(self.db.query, "SELECT * FROM documents WHERE agent_id=? AND organization_id=? "
                                  "AND sha256=?", (agent_id, org, digest))
         if rows and rows[0]["processing_status"] == "processed":
-            return _document(rows[0])
+            return duplicate(_document(rows[0]), filename)
         now = _now()
-        await self.ready()
+        await self.ready(progress)
         if rows:  # a failed or interrupted earlier upload of the same bytes: process it again in place
             document_id = rows[0]["id"]
             if rows[0]["processing_status"] == "pending" and self._held(rows[0]):
@@ -396,7 +449,7 @@ class Guidelines:
         return doc
 
     async def search(self, org: str, agent_id: str, query: str, top_k: int | None = None,
-                     threshold: float | None = None) -> list[GuidelineChunk]:
+                     threshold: float | None = None, progress: Progress | None = None) -> list[GuidelineChunk]:
         """Chunks of this agent's processed documents, best first; defaults from the agent's rag_config."""
         agent = await self.db.run(self.agents.get, org, agent_id)
         if not query.strip():
@@ -417,6 +470,7 @@ class Guidelines:
             (agent_id, org))]
         if not processed:
             return []
-        await self.ready()
+        # A search needs the model and the store, not the parse workers or the prompts the warm-up readies after.
+        await self.ready(progress, until=SEARCH_READY if SEARCH_READY in self.warmup.names else None)
         hits = await anyio.to_thread.run_sync(lambda: self.store.search(agent_id, query, k, t, processed))
         return [GuidelineChunk.of(h) for h in hits]

@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from judges.errors import InputError, NotFoundError
-from judges.store.database import Database
+from judges.errors import InputError, NotFoundError, OverLimitError
+from judges.store.database import Database, shown
 
 JobStatus = Literal["working", "completed", "failed", "cancelled", "interrupted"]
 STATUSES: tuple[str, ...] = ("working", "completed", "failed", "cancelled", "interrupted")
@@ -70,10 +70,23 @@ class JobStore:
         self.db = db
         self.worker = worker or this_worker()
 
-    def create(self, org: str, tool: str) -> Job:
+    def create(self, org: str, tool: str, limit: int | None = None) -> Job:
+        """A new working job; with `limit`, OverLimitError when the organization already has that many working.
+        The count and the insert are one transaction, serialised per organization (SQLite's writer lock; a
+        transaction-scoped advisory lock on PostgreSQL), so calls racing each other cannot pass the limit."""
         job_id = str(uuid.uuid4())
         now = _now()
         with self.db.transaction() as conn:
+            if limit is not None:
+                if self.db.kind == "postgresql":
+                    conn.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (f"jobs:{org}",))
+                running = int(conn.execute("SELECT COUNT(*) FROM jobs WHERE organization_id=? AND status='working'",
+                                           (org,)).fetchone()[0])
+                if running >= limit:
+                    raise OverLimitError(
+                        f"organization {org!r} already has {running} background jobs running, the most it may have "
+                        f"(JUDGE_MCP_MAX_JOBS_PER_ORG={limit}); wait for one to finish (list_jobs, get_job), cancel "
+                        "one (cancel_job), or call the tool without background")
             conn.execute(
                 "INSERT INTO jobs (id, organization_id, tool, status, progress, total, message, worker, heartbeat_at, "
                 "created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
@@ -108,7 +121,7 @@ class JobStore:
         with self.db.transaction() as conn:
             conn.execute("UPDATE jobs SET progress=?, total=?, message=?, heartbeat_at=?, updated_at=? "
                          "WHERE id=? AND status='working' AND (progress IS NULL OR progress <= ?)",
-                         (done, total, message, now, now, job_id, done))
+                         (done, total, shown(message), now, now, job_id, done))
 
     def finish(self, job_id: str, status: JobStatus, *, result: dict[str, Any] | None = None,
                error: str | None = None) -> None:
@@ -117,7 +130,7 @@ class JobStore:
         with self.db.transaction() as conn:
             conn.execute("UPDATE jobs SET status=?, result=?, error=?, updated_at=?, finished_at=? "
                          "WHERE id=? AND status='working'",
-                         (status, None if result is None else json.dumps(result), error, now, now, job_id))
+                         (status, None if result is None else json.dumps(result), shown(error), now, now, job_id))
 
     def interrupt_orphans(self) -> int:
         """At start: jobs still `working` whose worker process on this host has ended are `interrupted`."""

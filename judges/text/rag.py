@@ -140,6 +140,13 @@ class RagEvaluation(BaseModel):
     model: str = ""
     usage: Usage = Field(default_factory=Usage)
 
+    def no_result(self) -> str | None:
+        """Why this result holds no usable figure (all three judgements failed), or None."""
+        parts = (self.faithfulness, self.answer_relevance, self.context_relevance)
+        if any(p.score is not None or p.failure is None for p in parts):
+            return None
+        return "no judgement could be read (" + "; ".join(f"{p.failure.kind}" for p in parts if p.failure) + ")"
+
 
 async def guideline_contexts(guidelines: Guidelines, org: str, agent_id: str, question: str) -> list[RagContext]:
     """The agent's guideline chunks for `question`, through the guideline search (the agent's rag_config)."""

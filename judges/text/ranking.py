@@ -106,6 +106,14 @@ class Ranking(BaseModel):
     model: str = ""
     usage: Usage = Field(default_factory=Usage)
 
+    def no_result(self) -> str | None:
+        """Why this ranking rests on no verdict at all (every game, or every score, failed), or None."""
+        if self.scores is not None:
+            return "no candidate was scored" if self.scores and all(s.total is None for s in self.scores) else None
+        if self.games and self.failed_games == len(self.games):
+            return f"every game failed ({self.failed_games})"
+        return None
+
 
 def check_plan(method: str, n: int, max_calls: int) -> int:
     if method not in ("tournament", "round_robin", "score"):
@@ -227,6 +235,11 @@ def _round_robin_ranking(n: int, records: Sequence[GameRecord]) -> list[RankedCa
     return sorted(out, key=lambda r: (r.rank is None, r.rank or 0, r.index))
 
 
+def unpaid(game: GameRecord) -> bool:
+    """A game with an order the daily budget could not pay for (failure budget_exceeded)."""
+    return any(o.failure_kind == "budget_exceeded" for o in game.orders)
+
+
 async def _tournament(n: int, play_all: PlayAll) -> tuple[list[GameRecord], list[RankedCandidate]]:
     alive = list(range(n))
     reached = [1] * n
@@ -236,6 +249,16 @@ async def _tournament(n: int, play_all: PlayAll) -> tuple[list[GameRecord], list
         round_ += 1
         pairs, byes = knockout_pairs(alive)
         played = await play_all(pairs, round_)
+        records.extend(played)
+        if any(unpaid(g) for g in played):
+            # The budget ran out: the knockout stops here. A game not played sends no one through (an
+            # earlier-listed candidate winning by default would be a verdict nobody gave); the games the judge
+            # decided in this round still count.
+            for g in played:
+                if g.outcome == "win" and g.winner is not None and not unpaid(g):
+                    g.advanced, g.decided_by_judge = g.winner, True
+                    reached[g.winner] = round_ + 1
+            break
         nxt: list[int] = []
         for g in played:
             through, decided = advancing(Game(g.a, g.b, g.outcome, g.winner))
@@ -245,7 +268,6 @@ async def _tournament(n: int, play_all: PlayAll) -> tuple[list[GameRecord], list
         for b in byes:
             reached[b] = round_ + 1
             nxt.append(b)
-        records.extend(played)
         alive = sorted(nxt)
     table = standings(n, as_games(records))
     rank_of = ranks([(float(r),) for r in reached])

@@ -45,6 +45,12 @@ class ReferenceComparison(BaseModel):
     model: str = ""
     usage: Usage = Field(default_factory=Usage)
 
+    def no_result(self) -> str | None:
+        """Why this result holds no verdict (the judge's reply could not be read), or None."""
+        if self.verdict is not None or self.failure is None:
+            return None
+        return f"the judge's verdict could not be read ({self.failure.kind}: {self.failure.message})"
+
 
 async def compare_to_reference(client: ModelClient, *, text: str, reference: str, instruction: str | None = None,
                                progress: Progress = no_progress) -> ReferenceComparison:

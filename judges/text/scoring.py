@@ -1,13 +1,12 @@
 """score_text: one text scored per criterion on the criterion's declared scale, normalised to 0–100,
 with a weighted total over the criteria that scored. Built-in rubrics are prompt assets
-(`text/rubric/<name>@v1`); custom criteria come in the call. The G-Eval path asks once per rubric for
-evaluation steps, caches them per model and criterion, and uses them for every item scored."""
+(`text/rubric/<name>@v1`); custom criteria come in the call. The G-Eval path asks once per rubric and call
+for evaluation steps and uses them for every item the call scores (StepsMemo)."""
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Literal
 
@@ -138,53 +137,68 @@ class TextScore(BaseModel):
     model: str = ""
     usage: Usage = Field(default_factory=Usage)
 
+    def no_result(self) -> str | None:
+        """Why this result holds no usable score (no criterion scored), or None."""
+        return f"no criterion was scored ({self.failed} failed)" if self.total is None and self.failed else None
 
-# G-Eval steps per (model, criterion name, description, scale); only steps a model gave are kept.
-_STEPS: OrderedDict[tuple[str, str, str, float, float], list[str]] = OrderedDict()
-_STEPS_MAX = 256
+
+StepsKey = tuple[str, str, str, float, float]
 
 
-def _steps_key(client: ModelClient, c: Criterion) -> tuple[str, str, str, float, float]:
+class StepsMemo:
+    """The G-Eval steps one call has been given, per (model, criterion): asked once however many items the call
+    scores (calibrate_judge), concurrent items waiting for the first ask. One per call, never per process: across
+    calls a rubric's steps are reused only through the organization's own result cache (the steps request is a
+    model request like any other), so another organization never receives them, and `cache: false` asks again."""
+
+    def __init__(self) -> None:
+        self._steps: dict[StepsKey, list[str]] = {}
+        self._asking: dict[StepsKey, anyio.Lock] = {}
+
+    def known(self, key: StepsKey) -> bool:
+        return key in self._steps
+
+
+def _steps_key(client: ModelClient, c: Criterion) -> StepsKey:
     return (client.name, c.name, c.description, c.scale.min, c.scale.max)
 
 
-def clear_steps_cache() -> None:
-    _STEPS.clear()
-
-
-async def evaluation_steps(client: ModelClient, c: Criterion) -> tuple[list[str] | None, JudgeFailure | None,
-                                                                      Usage, bool]:
-    """(steps, failure, usage, from_cache) for one criterion: cached, or asked once and cached."""
+async def evaluation_steps(client: ModelClient, c: Criterion, memo: StepsMemo) -> tuple[
+        list[str] | None, JudgeFailure | None, Usage, bool]:
+    """(steps, failure, usage, from_cache) for one criterion: this call's, else asked (the organization's result
+    cache may answer) and kept for the rest of the call. from_cache: no model request was made for them."""
     key = _steps_key(client, c)
-    if key in _STEPS:
-        _STEPS.move_to_end(key)
-        return _STEPS[key], None, Usage(), True
-    judged = await ask(client, "text/score/steps@v1", EvaluationSteps, criterion=c.name, description=c.description,
-                       low=f"{c.scale.min:g}", high=f"{c.scale.max:g}")
-    if judged.value is None:
-        assert judged.failure is not None
-        failure = dataclasses.replace(judged.failure, message=f"evaluation steps: {judged.failure.message}")
-        return None, failure, judged.usage, False
-    steps = [s.strip() for s in judged.value.steps if s.strip()]
-    _STEPS[key] = steps
-    while len(_STEPS) > _STEPS_MAX:
-        _STEPS.popitem(last=False)
-    return steps, None, judged.usage, False
+    async with memo._asking.setdefault(key, anyio.Lock()):
+        if key in memo._steps:
+            return memo._steps[key], None, Usage(), True
+        judged = await ask(client, "text/score/steps@v1", EvaluationSteps, criterion=c.name,
+                           description=c.description, low=f"{c.scale.min:g}", high=f"{c.scale.max:g}")
+        if judged.value is None:
+            assert judged.failure is not None
+            failure = dataclasses.replace(judged.failure, message=f"evaluation steps: {judged.failure.message}")
+            return None, failure, judged.usage, False
+        steps = [s.strip() for s in judged.value.steps if s.strip()]
+        memo._steps[key] = steps
+        return steps, None, judged.usage, judged.usage.cached
 
 
-def planned_score_calls(client: ModelClient, criteria: Sequence[Criterion], method: str) -> int:
-    steps = sum(1 for c in criteria if _steps_key(client, c) not in _STEPS) if method == "g_eval" else 0
+def planned_score_calls(client: ModelClient, criteria: Sequence[Criterion], method: str,
+                        memo: StepsMemo | None = None) -> int:
+    """One call per criterion, and with g_eval one steps call per criterion this call has no steps for yet
+    (the organization's result cache may still answer some: usage says what was sent)."""
+    steps = sum(1 for c in criteria if memo is None or not memo.known(_steps_key(client, c))) if method == "g_eval" else 0
     return len(criteria) + steps
 
 
 async def score_criterion(client: ModelClient, c: Criterion, *, text: str, instruction: str | None,
-                          reference: str | None, context: Sequence[str], method: str) -> tuple[CriterionScore, bool]:
+                          reference: str | None, context: Sequence[str], method: str,
+                          memo: StepsMemo) -> tuple[CriterionScore, bool]:
     """One criterion's score (or typed failure), and whether its steps came from the cache."""
     steps: list[str] | None = None
     usage = Usage()
     cached = False
     if method == "g_eval":
-        steps, failure, usage, cached = await evaluation_steps(client, c)
+        steps, failure, usage, cached = await evaluation_steps(client, c, memo)
         if failure is not None:
             return CriterionScore(name=c.name, weight=c.weight, scale=c.scale, failure=failure,
                                   usage=usage), cached
@@ -223,13 +237,15 @@ def check_text_inputs(text: str, criteria: Sequence[Criterion], context: Sequenc
 
 async def score_text(client: ModelClient, *, text: str, criteria: Sequence[Criterion], instruction: str | None = None,
                      reference: str | None = None, context: Sequence[str] = (), method: str = "direct",
-                     progress: Progress = no_progress) -> TextScore:
-    """Score `text` on every criterion at once (one call each, plus one steps call per uncached rubric
-    with g_eval); a failed criterion is a typed failure and left out of the total."""
+                     progress: Progress = no_progress, steps: StepsMemo | None = None) -> TextScore:
+    """Score `text` on every criterion at once (one call each, plus one steps call per rubric with g_eval,
+    unless `steps`, the calling tool's memo, has them); a failed criterion is a typed failure and left out of
+    the total."""
     if method not in ("direct", "g_eval"):
         raise InputError(f"method must be direct or g_eval (got {method!r})")
     check_text_inputs(text, criteria, context)
-    planned = planned_score_calls(client, criteria, method)
+    memo = steps if steps is not None else StepsMemo()
+    planned = planned_score_calls(client, criteria, method, memo)
     await progress(0, len(criteria), f"scoring {len(criteria)} criteria: {planned} model calls planned")
     results: list[CriterionScore | None] = [None] * len(criteria)
     cached: list[str] = []
@@ -238,7 +254,8 @@ async def score_text(client: ModelClient, *, text: str, criteria: Sequence[Crite
     async def one(i: int, c: Criterion) -> None:
         nonlocal done
         results[i], from_cache = await score_criterion(client, c, text=text, instruction=instruction,
-                                                       reference=reference, context=context, method=method)
+                                                       reference=reference, context=context, method=method,
+                                                       memo=memo)
         if from_cache:
             cached.append(c.name)
         done += 1
@@ -254,4 +271,5 @@ async def score_text(client: ModelClient, *, text: str, criteria: Sequence[Crite
                      planned_model_calls=planned, steps_cached=sorted(cached), model=client.name, usage=usage)
 
 
-__all__ = ["BUILTIN_RUBRICS", "Criterion", "CriterionScore", "OutputError", "Scale", "TextScore", "score_text"]
+__all__ = ["BUILTIN_RUBRICS", "Criterion", "CriterionScore", "OutputError", "Scale", "StepsMemo", "TextScore",
+           "score_text"]
