@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
@@ -41,7 +42,7 @@ def server_env(home: Path, **extra: str) -> dict[str, str]:
 async def call(client: Any, tool: str, **args: Any) -> dict[str, Any]:
     """The structured result of a tool call that must succeed."""
     result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content[0].text
+    assert not result.is_error, (result.content[0].text, json.dumps(result.structured_content)[:3000])
     return result.structured_content  # type: ignore[no-any-return]
 
 

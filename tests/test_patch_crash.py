@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from judges.patches.ops import apply_patch
-from tests.mcp_helpers import RawStdio, server_env
+from tests.mcp_helpers import RawStdio, data_home, server_env
 
 HOOK = Path(__file__).resolve().parent / "crash_hook"
 REPO = Path(__file__).resolve().parents[1]
@@ -172,7 +172,7 @@ def test_a_server_killed_during_a_40_file_apply_leaves_the_tree_all_old_or_all_n
             server.kill()
     Server(env, errlog).kill()
     outcomes.append(check(project, expected, tries[-1], first_rename))
-    assert [p for p in (home / "patch-journals").iterdir()] == []
+    assert [p for p in (data_home(home) / "patch-journals").iterdir()] == []
     print(f"\n  30 tries, all old or new: {outcomes}")
     assert {o.split(":")[1] for o in outcomes[:20]} == {"old", "new"}  # both sides of the commit were hit
 
