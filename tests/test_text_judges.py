@@ -48,6 +48,18 @@ def test_claims_are_sentences_with_abbreviations_initials_and_decimals_kept() ->
                                     "J. Smith lives there!", "Is it big?"]
 
 
+def test_splitting_claims_grows_linearly_with_the_answer() -> None:
+    import time
+
+    def seconds(n: int) -> float:
+        start = time.perf_counter()
+        assert len(split_claims("It is so. " * n)) == n
+        return time.perf_counter() - start
+
+    small, large = seconds(10_000), seconds(40_000)  # 100 KB, 400 KB
+    assert large < 4 * small * 2 + 0.05, (small, large)  # quadratic would be 16×
+
+
 def test_list_items_are_claims_and_headings_and_code_are_not() -> None:
     answer = "Key facts:\n- The tower was built in 1889.\n- It is 330 m tall\n\n```\nx = 1\n```\n1. Third item."
     assert split_claims(answer) == ["The tower was built in 1889.", "It is 330 m tall", "Third item."]
