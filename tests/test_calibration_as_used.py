@@ -126,6 +126,23 @@ async def test_a_dataset_without_labels_names_the_line(tmp_path: Path, fake_serv
     assert fake_server.requests == []
 
 
+async def test_an_item_with_more_human_labels_than_the_cap_is_refused_naming_the_line(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    """Raters per item are capped: 3,000,000 labels on one item kept a worker busy for many minutes (pairwise
+    work over raters), sending nothing to the model."""
+    from judges.calibration.dataset import MAX_RATERS
+
+    dataset = [{"text": "a", "human_scores": [3, 4]}, {"text": "b", "human_scores": [3] * (MAX_RATERS + 1)}]
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        result = await c.call_tool("calibrate_judge", {"judge": "score_text", "rubric": "helpfulness",
+                                                       "dataset": dataset, "background": False})
+    assert result.is_error and result.content[0].text.endswith(
+        f"invalid input: dataset line 2: at most {MAX_RATERS} human labels per item (got {MAX_RATERS + 1}); "
+        'e.g. {"text": "Paris is the capital.", "instruction": "Capital of France?", "human_scores": [5, 4]}'
+    ), result.content[0].text
+    assert fake_server.requests == []
+
+
 async def test_a_pairwise_calibration_with_samples_asks_each_order_that_many_times(
         tmp_path: Path, fake_server: FakeModelServer) -> None:
     fake_server.respond_with(biased_pair_judge)

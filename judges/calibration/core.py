@@ -178,14 +178,15 @@ def _bin(unit: float) -> str:
 def rater_vs_rest(units: Sequence[Sequence[float | None]]) -> float | None:
     """Mean over raters of Spearman(rater, mean of the other raters), over the items where both exist."""
     raters = max((len(u) for u in units), default=0)
+    given = [[v for v in u if v is not None] for u in units]
+    sums, counts = [sum(g) for g in given], [len(g) for g in given]  # the rest's mean from these: linear work
     found: list[float] = []
     for r in range(raters):
         pairs = []
-        for u in units:
+        for u, total, count in zip(units, sums, counts, strict=True):
             own = u[r] if r < len(u) else None
-            rest = [v for k, v in enumerate(u) if k != r and v is not None]
-            if own is not None and rest:
-                pairs.append((own, sum(rest) / len(rest)))
+            if own is not None and count > 1:
+                pairs.append((own, (total - own) / (count - 1)))
         rho = stats.spearman([a for a, _ in pairs], [b for _, b in pairs])
         if rho is not None:
             found.append(rho)

@@ -13,6 +13,7 @@ from judges.inputs import caller_values
 
 JudgeName = Literal["pairwise_compare", "score_text", "viescore"]
 MAX_ITEMS = 2000
+MAX_RATERS = 100  # human labels of one item
 EXAMPLES: dict[str, str] = {
     "pairwise_compare": '{"instruction": "Summarise the text.", "candidates": ["short", "longer summary"], '
                         '"human_winners": ["B", "B", "A"]}',
@@ -95,6 +96,8 @@ def parse_dataset(text: str, judge: JudgeName) -> list[Item]:
         labels = _labels(raw, one, many)
         if labels is None:
             raise _bad(number, f"give {one} or {many}, not both", judge)
+        if len(labels) > MAX_RATERS:
+            raise _bad(number, f"at most {MAX_RATERS} human labels per item (got {len(labels)})", judge)
         if not any(v is not None for v in labels):
             raise _bad(number, f"no human label: give {one} (one rater) or {many} (a list, one per rater)", judge)
         item_id = str(raw.pop("id", number))
