@@ -350,3 +350,20 @@ def test_file_names_in_long_diagnostics_are_found_quickly() -> None:
 
     assert cpu_seconds(lambda: _python_paths("a" * 200_000)) < 0.5
     assert _python_paths("E1 src/app.py:3: bad; see tests/test_app.py.") == ["src/app.py", "tests/test_app.py"]
+
+
+@pytest.mark.anyio
+async def test_an_answer_of_more_claims_than_one_judgement_takes_is_refused_before_any_model_call() -> None:
+    from judges.errors import InputError
+    from judges.text.rag import MAX_CLAIMS, RagContext, evaluate_rag_answer
+
+    class NoModel:
+        name = "none"
+
+        async def complete(self, request: object) -> object:
+            raise AssertionError("no model call may be made")
+
+    with pytest.raises(InputError) as refused:
+        await evaluate_rag_answer(NoModel(), question="q?", answer="It is so. " * (MAX_CLAIMS + 1),  # type: ignore[arg-type]
+                                  contexts=[RagContext(text="It is so.")])
+    assert str(refused.value).startswith(f"answer splits into {MAX_CLAIMS + 1:,} claims; the limit is {MAX_CLAIMS:,}")

@@ -157,6 +157,11 @@ async def guideline_contexts(guidelines: Guidelines, org: str, agent_id: str, qu
     return [RagContext(text=c.text, source=f"{c.filename}#{c.chunk_index}") for c in chunks]
 
 
+# Claims one faithfulness judgement takes: far more than an answer worth judging at once holds (a 92 KB answer of
+# four-word sentences is 23,000), and few enough that the result's rows stay bounded.
+MAX_CLAIMS = 25_000
+
+
 async def evaluate_rag_answer(client: ModelClient, *, question: str, answer: str, contexts: Sequence[RagContext],
                               progress: Progress = no_progress) -> RagEvaluation:
     if not question.strip():
@@ -167,6 +172,9 @@ async def evaluate_rag_answer(client: ModelClient, *, question: str, answer: str
         raise InputError("contexts: give at least one non-empty passage, e.g. [\"The tower was built 1887–1889.\"], "
                          "or agent_id")
     claims = await anyio.to_thread.run_sync(split_claims, answer)  # linear, but off the loop for a long answer
+    if len(claims) > MAX_CLAIMS:  # one faithfulness prompt lists them all; each is a row of the result
+        raise InputError(f"answer splits into {len(claims):,} claims; the limit is {MAX_CLAIMS:,} for one call. "
+                         "Judge the answer in parts, e.g. one paragraph per call")
     texts = [c.text for c in contexts]
     planned = 3 if claims else 2
     await progress(0, planned, f"{len(claims)} claims, {len(contexts)} contexts: {planned} model calls planned")
