@@ -35,10 +35,12 @@ PatchArg = Annotated[
 FormatArg = Annotated[PatchFormat, Field(description="auto (detect), ops, search_replace or unified_diff.")]
 PathArg = Annotated[str | None, Field(description="File for SEARCH/REPLACE blocks that name none.")]
 ReadOnlyArg = Annotated[bool, Field(description="Also change files without write permission (kept read-only).")]
-MaxOpsArg = Annotated[int | None, Field(ge=1, description="Most ops allowed; default JUDGE_MCP_PATCH_MAX_OPS "
-                                                           f"({DEFAULT_LIMITS.max_ops}).")]
-MaxBytesArg = Annotated[int | None, Field(ge=1, description="Most bytes of patch text allowed; default "
-                                                             f"JUDGE_MCP_PATCH_MAX_BYTES ({DEFAULT_LIMITS.max_bytes}).")]
+# A caller may raise the limits for one call, up to these ceilings (a caller's 10^9 ops kept a server busy 41 s).
+MAX_OPS_CEILING, MAX_BYTES_CEILING = 10_000, 20 * 1024 * 1024
+MaxOpsArg = Annotated[int | None, Field(ge=1, le=MAX_OPS_CEILING, description="Most ops allowed; default "
+                                        f"JUDGE_MCP_PATCH_MAX_OPS ({DEFAULT_LIMITS.max_ops}).")]
+MaxBytesArg = Annotated[int | None, Field(ge=1, le=MAX_BYTES_CEILING, description="Most bytes of patch text "
+                                          f"allowed; default JUDGE_MCP_PATCH_MAX_BYTES ({DEFAULT_LIMITS.max_bytes}).")]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)

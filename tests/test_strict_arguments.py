@@ -79,3 +79,11 @@ def test_list_items_are_checked_against_the_items_schema(tmp_path: Path) -> None
         "type": "object", "properties": {"kind": {}, "path": {}}}}}}
     assert unknown_argument(schema, {"ops": [{"kind": "add", "path": "a"}, {"kind": "add", "pth": "b"}]}) == \
         "invalid input: unknown field 'pth' in ops[1]; did you mean 'path'? valid: kind, path"
+
+
+@pytest.mark.e2e
+def test_a_callers_patch_limit_above_the_ceiling_is_refused_naming_it(running: StdioSession) -> None:
+    result = running.call("validate_patch", {"patch": {"ops": []}, "max_ops": 10**9})
+    assert result.is_error is True
+    assert result.content[0].text.startswith(
+        "Error executing tool validate_patch: invalid input: max_ops must be less than or equal to 10000")
