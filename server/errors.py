@@ -250,7 +250,8 @@ def _closest(name: str, valid: list[str]) -> str | None:
         difflib.get_close_matches(name.lower().replace("-", "_"), valid, n=1, cutoff=0.6)
     if close:
         return close[0]
-    synonym = _SYNONYMS.get(name.lower())
+    near = difflib.get_close_matches(name.lower(), list(_SYNONYMS), n=1, cutoff=0.75)  # "serch" -> "search"
+    synonym = _SYNONYMS.get(name.lower()) or (_SYNONYMS[near[0]] if near else None)
     return synonym if synonym in valid else None
 
 

@@ -87,3 +87,9 @@ def test_a_callers_patch_limit_above_the_ceiling_is_refused_naming_it(running: S
     assert result.is_error is True
     assert result.content[0].text.startswith(
         "Error executing tool validate_patch: invalid input: max_ops must be less than or equal to 10000")
+
+
+def test_a_misspelt_synonym_still_finds_the_argument_it_stands_for() -> None:
+    schema = {"type": "object", "properties": {"query": {}, "sort_by": {}, "order": {}}}
+    assert unknown_argument(schema, {"serch": "x"}) == \
+        "invalid input: unknown argument 'serch'; did you mean 'query'? valid: query, sort_by, order"
