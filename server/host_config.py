@@ -118,8 +118,8 @@ def print_host_config(host: str, roots: list[str] | None, settings: Settings) ->
     block, placeholders = host_config(host, roots=roots, settings=settings)
     print(f"# {host}: put this in {HOSTS[host]['where']}", file=sys.stderr)
     if placeholders:
-        print(f"# fill in the placeholders (<...>) of {', '.join(placeholders)}: their values are never printed",
-              file=sys.stderr)
+        names = ", ".join(placeholders)
+        print(f"# fill in the placeholders (<...>) of {names}: their values are never printed", file=sys.stderr)
     unknown = unknown_in_environment()
     if unknown:
         print(f"# left out, not settings of this version: {', '.join(unknown)}", file=sys.stderr)

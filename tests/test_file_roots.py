@@ -224,11 +224,11 @@ def test_a_root_inside_the_data_home_is_refused_at_start(tmp_path: Path) -> None
 
 
 def test_an_organizations_root_holding_the_temporary_directory_is_refused_at_start(tmp_path: Path) -> None:
-    scratch = tmp_path / "shared" / "tmp"
+    scratch = tmp_path / "common" / "tmp"
     scratch.mkdir(parents=True)
     stderr = start_fails(server_env(tmp_path / "files", TMPDIR=str(scratch),
-                                    JUDGE_MCP_ORG_ROOTS=f"acme={tmp_path / 'shared'}"))
-    assert (f"the root {tmp_path / 'shared'} (JUDGE_MCP_ORG_ROOTS, organization 'acme') holds the temporary "
+                                    JUDGE_MCP_ORG_ROOTS=f"acme={tmp_path / 'common'}"))
+    assert (f"the root {tmp_path / 'common'} (JUDGE_MCP_ORG_ROOTS, organization 'acme') holds the temporary "
             f"directory {scratch}, where every organization's gate copies and uploads pass") in stderr
 
 
