@@ -144,14 +144,6 @@ class JudgeServer(MCPServer[AppContext]):
             # The tool's module imported and the tool built in a worker thread: the event loop keeps serving.
             await anyio.to_thread.run_sync(self.lazy_tools.get_tool, name)
         await self.admit(name, context, arguments)
-        tool = self._tool_manager.get_tool(name)
-        try:
-            require_toolset(name, self.toolsets)
-        except JudgeError as exc:
-            raise tool_error(failure_of(exc)) from exc
-        if tool is not None and (unknown := unknown_argument(tool.parameters, arguments or {})):
-            log_call(name, (), {}, 0.0, "invalid_input", None)
-            raise ToolError(f"Error executing tool {name}: {unknown}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -164,15 +156,20 @@ class JudgeServer(MCPServer[AppContext]):
 
     async def admit(self, name: str, context: Context[AppContext, Any] | None,
                     arguments: dict[str, Any] | None = None) -> None:
-        """Before any tool runs: the caller's role is enough for it (server/roles.py), its organization is
-        within its calls per minute (JUDGE_MCP_RATE_LIMIT_PER_MINUTE, counted in the database), and its arguments
-        hold no NUL byte and no JSON nested deeper than MAX_DEPTH (every tool, so no caller text reaches a store
-        or a recursion unchecked)."""
-        if self._tool_manager.get_tool(name) is None:
+        """Before any tool runs: the caller's role is enough for it (server/roles.py) and the tool is in the
+        server's toolsets; its arguments hold no NUL byte and no JSON nested deeper than MAX_DEPTH (every tool, so
+        no caller text reaches a store or a recursion unchecked) and no name the tool does not declare; and its
+        organization is within its calls per minute (JUDGE_MCP_RATE_LIMIT_PER_MINUTE, counted in the database)."""
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:
             return  # the SDK says "unknown tool"
         try:
             require_role(name)
+            require_toolset(name, self.toolsets)
             await check_arguments(arguments or {})
+            if unknown := unknown_argument(tool.parameters, arguments or {}):
+                log_call(name, (), {}, 0.0, "invalid_input", None)
+                raise ToolError(f"Error executing tool {name}: {unknown}")  # a misspelt option is never ignored
             app = self.app
             if app is not None and app.limiter is not None and context is not None:
                 organization = organization_of(context)
