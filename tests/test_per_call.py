@@ -141,7 +141,9 @@ async def test_a_server_whose_stderr_nobody_reads_keeps_answering(tmp_path: Path
             os.set_blocking(unread.fileno(), False)
             backlog = unread.read() or b""  # the host reads at last: the queued lines follow
     assert len(got) == 300 and {g["id"] for g in got} == {agent["id"]}
-    assert len(backlog) > 4096 - 200  # the pipe was full (but for less than a line) while the calls were answered
+    # The pipe was full (but for less than the line waiting to be written, which may be a long one) while the
+    # calls were answered.
+    assert len(backlog) > 4096 - 1024
 
 
 @pytest.mark.anyio
