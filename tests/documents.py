@@ -132,10 +132,68 @@ def docx(blocks: Sequence[str | Table], *, headings: Sequence[int] = ()) -> byte
                    for i, b in enumerate(blocks))
     document = (f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<w:document xmlns:w="{W}">'
                 f"<w:body>{body}<w:sectPr/></w:body></w:document>")
+    return package({"[Content_Types].xml": CONTENT_TYPES, "_rels/.rels": PACKAGE_RELS, "word/document.xml": document,
+                    "word/_rels/document.xml.rels": DOCUMENT_RELS})
+
+
+def package(parts: dict[str, str]) -> bytes:
+    """An OOXML package: the zip of `parts` (path in the package -> its XML)."""
     out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
-        package.writestr("[Content_Types].xml", CONTENT_TYPES)
-        package.writestr("_rels/.rels", PACKAGE_RELS)
-        package.writestr("word/document.xml", document)
-        package.writestr("word/_rels/document.xml.rels", DOCUMENT_RELS)
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, xml in parts.items():
+            z.writestr(name, xml)
     return out.getvalue()
+
+
+# --- DOCX with notes (issue 29 item 8) ------------------------------------------------------------
+
+REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+PKG = "http://schemas.openxmlformats.org/package/2006/relationships"
+
+
+def _run(text: str) -> str:
+    return f'<w:r><w:t xml:space="preserve">{escape(text)}</w:t></w:r>'
+
+
+def _note_xml(kind: str, notes: list[str]) -> str:
+    """footnotes.xml / endnotes.xml with Word's separator notes (ids -1 and 0) first, then the notes from id 1."""
+    parts = [f'<w:{kind} w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:{kind}>',
+             f'<w:{kind} w:type="continuationSeparator" w:id="0"><w:p><w:r><w:continuationSeparator/></w:r></w:p>'
+             f'</w:{kind}>']
+    for i, text in enumerate(notes, 1):
+        parts.append(f'<w:{kind} w:id="{i}"><w:p><w:r><w:{kind}Ref/></w:r>{_run(" " + text)}</w:p></w:{kind}>')
+    return f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:{kind}s xmlns:w="{W}">{"".join(parts)}</w:{kind}s>'
+
+
+def docx_with_notes(paragraphs: Sequence[str], footnotes: Sequence[str] = (), endnotes: Sequence[str] = ()) -> bytes:
+    """A Word document with footnotes and endnotes: each paragraph's `{fn1}` / `{en1}` marks a reference to footnote / endnote 1."""
+    body = []
+    for text in paragraphs:
+        runs = []
+        for piece in text.replace("}", "{").split("{"):
+            if piece[:2] in ("fn", "en") and piece[2:].isdigit():
+                kind = "footnote" if piece[:2] == "fn" else "endnote"
+                runs.append(f'<w:r><w:{kind}Reference w:id="{piece[2:]}"/></w:r>')
+            elif piece:
+                runs.append(_run(piece))
+        body.append(f"<w:p>{''.join(runs)}</w:p>")
+    document = (f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="{W}" xmlns:r="{REL}">'
+                f"<w:body>{''.join(body)}</w:body></w:document>")
+    types = ('<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/'
+             'content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.'
+             'relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>'
+             '<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.'
+             'wordprocessingml.document.main+xml"/>'
+             '<Override PartName="/word/footnotes.xml" ContentType="application/vnd.openxmlformats-officedocument.'
+             'wordprocessingml.footnotes+xml"/>'
+             '<Override PartName="/word/endnotes.xml" ContentType="application/vnd.openxmlformats-officedocument.'
+             'wordprocessingml.endnotes+xml"/></Types>')
+    package_rels = (f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{PKG}"><Relationship Id="rId1" '
+                    f'Type="{REL}/officeDocument" Target="word/document.xml"/></Relationships>')
+    document_rels = (f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{PKG}">'
+                     f'<Relationship Id="rId1" Type="{REL}/footnotes" Target="footnotes.xml"/>'
+                     f'<Relationship Id="rId2" Type="{REL}/endnotes" Target="endnotes.xml"/></Relationships>')
+    return package({"[Content_Types].xml": types, "_rels/.rels": package_rels, "word/document.xml": document,
+                    "word/_rels/document.xml.rels": document_rels,
+                    "word/footnotes.xml": _note_xml("footnote", list(footnotes)),
+                    "word/endnotes.xml": _note_xml("endnote", list(endnotes))})

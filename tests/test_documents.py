@@ -6,74 +6,15 @@ from __future__ import annotations
 
 import base64
 import io
-import zipfile
 from collections.abc import Iterator
-from xml.sax.saxutils import escape
 
 import pytest
 
 from rag.formats import Limits, parse
+from tests.documents import docx_with_notes
 from tests.mcp_helpers import StdioSession, server_env
 
-W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
-REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
-PKG = "http://schemas.openxmlformats.org/package/2006/relationships"
-
-
-def _run(text: str) -> str:
-    return f'<w:r><w:t xml:space="preserve">{escape(text)}</w:t></w:r>'
-
-
-def _note_xml(kind: str, notes: list[str]) -> str:
-    """footnotes.xml / endnotes.xml with Word's separator notes (ids -1 and 0) first, then the notes from id 1."""
-    parts = [f'<w:{kind} w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:{kind}>',
-             f'<w:{kind} w:type="continuationSeparator" w:id="0"><w:p><w:r><w:continuationSeparator/></w:r></w:p>'
-             f'</w:{kind}>']
-    for i, text in enumerate(notes, 1):
-        parts.append(f'<w:{kind} w:id="{i}"><w:p><w:r><w:{kind}Ref/></w:r>{_run(" " + text)}</w:p></w:{kind}>')
-    return f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:{kind}s xmlns:w="{W}">{"".join(parts)}</w:{kind}s>'
-
-
-def docx(paragraphs: list[str], footnotes: list[str] = (), endnotes: list[str] = ()) -> bytes:  # type: ignore[assignment]
-    """A Word document: each paragraph's `{fn1}` / `{en1}` marks a reference to footnote / endnote 1."""
-    body = []
-    for text in paragraphs:
-        runs = []
-        for piece in text.replace("}", "{").split("{"):
-            if piece[:2] in ("fn", "en") and piece[2:].isdigit():
-                kind = "footnote" if piece[:2] == "fn" else "endnote"
-                runs.append(f'<w:r><w:{kind}Reference w:id="{piece[2:]}"/></w:r>')
-            elif piece:
-                runs.append(_run(piece))
-        body.append(f"<w:p>{''.join(runs)}</w:p>")
-    document = (f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="{W}" xmlns:r="{REL}">'
-                f"<w:body>{''.join(body)}</w:body></w:document>")
-    types = ('<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/'
-             'content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.'
-             'relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>'
-             '<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.'
-             'wordprocessingml.document.main+xml"/>'
-             '<Override PartName="/word/footnotes.xml" ContentType="application/vnd.openxmlformats-officedocument.'
-             'wordprocessingml.footnotes+xml"/>'
-             '<Override PartName="/word/endnotes.xml" ContentType="application/vnd.openxmlformats-officedocument.'
-             'wordprocessingml.endnotes+xml"/></Types>')
-    package_rels = (f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{PKG}"><Relationship Id="rId1" '
-                    f'Type="{REL}/officeDocument" Target="word/document.xml"/></Relationships>')
-    document_rels = (f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{PKG}">'
-                     f'<Relationship Id="rId1" Type="{REL}/footnotes" Target="footnotes.xml"/>'
-                     f'<Relationship Id="rId2" Type="{REL}/endnotes" Target="endnotes.xml"/></Relationships>')
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("[Content_Types].xml", types)
-        z.writestr("_rels/.rels", package_rels)
-        z.writestr("word/document.xml", document)
-        z.writestr("word/_rels/document.xml.rels", document_rels)
-        z.writestr("word/footnotes.xml", _note_xml("footnote", list(footnotes)))
-        z.writestr("word/endnotes.xml", _note_xml("endnote", list(endnotes)))
-    return buf.getvalue()
-
-
-BRAND_DOCX = docx(
+BRAND_DOCX = docx_with_notes(
     ["Use the brand blue for every headline.{fn1}", "Keep the logo clear of other marks.{en1}{fn2}"],
     footnotes=["The brand blue is HEX#1F4E9A, never a tint of it.", "Clear space equals the height of the B."],
     endnotes=["Source: brand book 2026, page 12."])
@@ -90,7 +31,7 @@ def test_a_docx_keeps_its_footnotes_and_endnotes_after_its_text_in_reference_ord
 def test_a_docx_without_notes_reads_as_mammoths_raw_text() -> None:
     import mammoth
 
-    plain = docx(["First paragraph.", "Second\tparagraph."])
+    plain = docx_with_notes(["First paragraph.", "Second\tparagraph."])
     assert parse(plain, "plain.docx", Limits()).text == mammoth.extract_raw_text(io.BytesIO(plain)).value.strip("\n")
 
 
@@ -118,7 +59,7 @@ def test_a_footnote_of_an_uploaded_docx_is_found_by_search(server: StdioSession)
 
 def test_uploading_the_same_bytes_under_another_name_says_it_is_a_duplicate_of_the_first(server: StdioSession) -> None:
     agent = new_agent(server)
-    data = base64.b64encode(docx(["Never stretch the logo."])).decode()
+    data = base64.b64encode(docx_with_notes(["Never stretch the logo."])).decode()
     first = server.call("upload_guideline", {"agent_id": agent, "filename": "logo.docx", "content_base64": data})
     again = server.call("upload_guideline", {"agent_id": agent, "filename": "logo-v2.docx", "content_base64": data})
     listed = server.call("list_guidelines", {"agent_id": agent}).structured_content["documents"]
