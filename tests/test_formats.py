@@ -102,26 +102,5 @@ def test_docx_zip_bomb_is_refused_before_parsing() -> None:
 
 
 def flate_bomb_pdf(inflated: int) -> bytes:
-    """A one-page PDF whose content stream inflates to `inflated` bytes of text operators."""
-    import zlib
-
-    body = zlib.compress(b"BT /F1 12 Tf 10 10 Td (" + b"A" * inflated + b") Tj ET", 9)
-    objs = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>",
-        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(body) + body + b"\nendstream",
-    ]
-    out = io.BytesIO()
-    out.write(b"%PDF-1.4\n")
-    offsets = []
-    for i, obj in enumerate(objs, 1):
-        offsets.append(out.tell())
-        out.write(b"%d 0 obj\n" % i + obj + b"\nendobj\n")
-    xref = out.tell()
-    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1))
-    for off in offsets:
-        out.write(b"%010d 00000 n \n" % off)
-    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref))
-    return out.getvalue()
+    """A one-page PDF whose content stream inflates to about `inflated` bytes of text operators."""
+    return documents.pdf([["A" * inflated]])
