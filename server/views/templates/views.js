@@ -278,11 +278,11 @@
     }
     add(body, grid);
     if (ranking.length) {
-      add(body, h("h2", { text: "ranking" }), table(["rank", "image", "aggregate", "judges scored", "judges failed"],
+      add(body, [h("h2", { text: "ranking" }), table(["rank", "image", "aggregate", "judges scored", "judges failed"],
         ranking.map(function (r, k) {
           return h("tr", null, cell(String(k + 1), true), cell(imageName(images[r.image_index], r.image_index)),
             cell(num(r.aggregate_score), true), cell(String(r.judges_scored), true), cell(String(r.judges_failed), true));
-        }), [0, 2, 3, 4]));
+        }), [0, 2, 3, 4])]);
     }
   }
 
