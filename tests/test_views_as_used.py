@@ -336,3 +336,23 @@ async def test_a_script_run_in_the_page_cannot_reach_the_network(browser: Chromi
         listener.close()
     assert hits == []
     assert any("Content Security Policy" in line for line in visit.console), visit.console
+
+
+def test_a_server_without_tokens_shows_its_pages_to_loopback_names_only(tmp_path: Path) -> None:
+    """No tokens (loopback only): the pages are the owner's, so another site that points its own name at
+    127.0.0.1 (DNS rebinding) is refused rather than shown them."""
+    import httpx
+
+    port = free_port()
+    proc = subprocess.Popen([JUDGE_MCP, "--transport", "http", "--port", str(port)], cwd="/", stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=server_env(tmp_path / "home", JUDGE_MCP_MODEL="demo"))
+    try:
+        assert wait_for_port(port, 30), "the HTTP server did not start within 30 s"
+        with httpx.Client(trust_env=False, timeout=30) as http:
+            own = http.get(f"http://127.0.0.1:{port}/ui/")
+            rebound = http.get(f"http://127.0.0.1:{port}/ui/", headers={"Host": f"attacker.example:{port}"})
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert own.status_code == 200 and "judge-mcp: default" in own.text
+    assert rebound.status_code == 403 and rebound.text.startswith("this server has no tokens and answers only loopback")

@@ -14,10 +14,12 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from judges.errors import InputError, JudgeError, OverLimitError
 
+from ..auth import is_loopback
 from . import View, content_security_policy, render_page
 
 log = logging.getLogger("judge_mcp")
-MAX_ID = 100  # run and calibration ids are UUIDs: a longer path segment is no id
+MAX_ID = 100
+SHOWN_ITERATIONS = 20  # the last iterations whose evaluations a run page holds  # run and calibration ids are UUIDs: a longer path segment is no id
 
 
 def _headers() -> dict[str, str]:
@@ -35,6 +37,14 @@ def _message(status: int, text: str, **headers: str) -> Response:
                     headers={**_headers(), **headers})
 
 
+def _rebound(request: Request) -> bool:
+    """A request whose Host is not a loopback name: on a server without tokens (loopback only), that is a web page
+    of another site that had its own name resolve to 127.0.0.1 (DNS rebinding) to read this one's pages."""
+    host = request.headers.get("host", "")
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    return not is_loopback(name)
+
+
 def _organization(mcp: Any, request: Request) -> str | None:
     """The caller's organization: the bearer token's when the server checks tokens; the server's own otherwise
     (an HTTP server without tokens listens on loopback only)."""
@@ -46,10 +56,11 @@ def _organization(mcp: Any, request: Request) -> str | None:
 
 
 def run_page_data(app: Any, org: str, run_id: str) -> dict[str, Any]:
-    """A stored run as the image_run view draws it: its report, each iteration with its evaluations."""
+    """A stored run as the image_run view draws it: its report, the last SHOWN_ITERATIONS iterations with their
+    evaluations."""
     report = app.images.report(org, run_id)
     data: dict[str, Any] = report.model_dump(mode="json")
-    for iteration in data["iterations"]:
+    for iteration in data["iterations"][-SHOWN_ITERATIONS:]:  # the chart has every one
         _, evaluations = app.images.runs.evaluations(org, run_id, iteration["iteration"])
         iteration["evaluations"] = [e.model_dump(mode="json") for e in evaluations]
     return data
@@ -62,6 +73,8 @@ def register(mcp: Any) -> None:
         app = mcp.app
         if app is None:
             return _message(503, "the server is starting")
+        if mcp.settings.auth is None and _rebound(request):
+            return _message(403, "this server has no tokens and answers only loopback names (127.0.0.1, localhost)")
         org = _organization(mcp, request)
         if org is None:
             return _message(401, "a bearer token is needed: Authorization: Bearer <token>, as for /mcp",
