@@ -23,6 +23,7 @@ class Visit:
     screenshot: bytes  # PNG
     requests: list[str]  # every URL the page asked for, the page itself included
     console: list[str] = field(default_factory=list)  # console messages and log entries (CSP reports among them)
+    title: str = ""  # document.title once drawn
 
 
 class Chromium:
@@ -139,9 +140,10 @@ class _Tab:
             await self.evaluate(script, in_frame)
         await self.pump(0.5)  # any request the page makes late is recorded too
         text = await self.evaluate("document.body.innerText", in_frame)
+        title = await self.evaluate("document.title", in_frame)
         height = await self.evaluate("Math.min(document.documentElement.scrollHeight, 4000)", False)
         await self.send("Emulation.setDeviceMetricsOverride", width=1280, height=int(height or 1000),
                         deviceScaleFactor=1, mobile=False)
         shot = await self.send("Page.captureScreenshot", format="png")
         return Visit(text=str(text), screenshot=base64.b64decode(shot["data"]), requests=list(self.requests),
-                     console=list(self.console))
+                     console=list(self.console), title=str(title))

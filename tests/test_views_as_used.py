@@ -356,3 +356,20 @@ def test_a_server_without_tokens_shows_its_pages_to_loopback_names_only(tmp_path
         proc.wait(timeout=10)
     assert own.status_code == 200 and "judge-mcp: default" in own.text
     assert rebound.status_code == 403 and rebound.text.startswith("this server has no tokens and answers only loopback")
+
+
+async def test_markup_in_a_brief_is_shown_as_text_and_loads_nothing(browser: Chromium, served: Calls) -> None:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    brief = ('</script><script>document.title="owned"</script><img src="http://127.0.0.1:9/x" '
+             'onerror="document.title=\'owned\'"><b>bold</b> {{ 7*7 }}')
+    http = httpx2.AsyncClient(headers={"Authorization": "Bearer tok-a"}, timeout=120)
+    async with Client(streamable_http_client(f"{served.base}/mcp", http_client=http)) as c:
+        run = await _call(c, "evaluate_image", {"brief": brief, "images": [png("black")]})
+    url = f"{served.base}/ui/runs/{run['run_id']}"
+    visit = await browser.visit(url, headers={"Authorization": "Bearer tok-a"})
+    assert brief in visit.text  # the very characters, not a parsed element or a rendered template
+    assert visit.title == f"judge-mcp run: {brief[:80]}".strip()  # no script of the brief's ran
+    assert_no_request_left(visit, url)

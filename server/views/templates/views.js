@@ -365,7 +365,6 @@
   // calibrate_judge / get_calibration: agreement, the humans' own agreement, bias, the confusion matrix, the
   // largest disagreements and every item, browsable.
   function renderCalibration(d) {
-    if (d.job_id) return [h("h1", { text: "Calibration running" }), h("p", { text: "Background job " + d.job_id + ": get_job reports it; get_calibration shows the report here when it is done." })];
     var out = [h("h1", { text: "Calibration · " + d.judge }),
       h("p", { "class": "meta", text: "judge " + d.model + (d.calibration_id ? " · calibration " + d.calibration_id : "") + (d.created_at ? " · " + when(d.created_at) : "") })];
     var c = [card("items", num(d.items)), card("judged", num(d.judged)), card("failed", num(d.failed), d.failed ? "bad" : null)];
@@ -452,6 +451,12 @@
     var main = document.getElementById("view");
     main.textContent = "";
     if (isError) { add(main, [h("h1", { text: "The tool reported an error" }), errorBox(data)]); return; }
+    if (data && typeof data === "object" && data.job_id && !data.run_id && !data.calibration_id) {
+      // background: true (calibrate_judge's default): the call started a job; its result is get_job's.
+      add(main, [h("h1", { text: "Running in the background" }), h("p", { text: "job " + data.job_id + (data.tool ? " (" + data.tool + ")" : "") }),
+        h("p", { "class": "muted", text: data.message || "poll get_job(job_id) for progress and the result" })]);
+      return;
+    }
     var render = VIEWS[view] || renderJson;
     try { add(main, render(data)); }
     catch (e) { add(main, [errorBox("This view could not draw the result: " + e), renderJson(data)]); }
