@@ -58,3 +58,10 @@ def test_title_is_escaped():
 def test_unknown_view_is_refused_naming_the_views():
     with pytest.raises(ValueError, match="unknown view 'nope'; one of image_run, pairwise"):
         views.render_page("nope", "t", {})  # type: ignore[arg-type]
+
+
+def test_an_app_view_holds_no_data_and_waits_for_the_hosts_tool_result():
+    html = views.app_view("ui://judge-mcp/image-run.html")
+    assert 'id="view-data"' not in html
+    assert '<body data-view="image_run">' in html and "Waiting for the tool's result…" in html
+    assert "ui/notifications/tool-result" in html

@@ -45,6 +45,7 @@ class Calls:
     """What one real server answered, kept for the tests of the module."""
 
     base: str
+    extensions: dict[str, Any]
     tools: dict[str, Any]
     views: dict[str, tuple[str, str]]  # uri → (mime type, html)
     image_args: dict[str, Any]
@@ -87,6 +88,7 @@ async def _make_calls(calls: Calls) -> None:
 
     http = httpx2.AsyncClient(headers={"Authorization": "Bearer tok-a"}, timeout=120)
     async with Client(streamable_http_client(f"{calls.base}/mcp", http_client=http)) as c:
+        calls.extensions = dict(c.server_capabilities.extensions or {})
         calls.tools = {t.name: t for t in (await c.list_tools()).tools}
         for name, template in (("Brand", "brand_compliance"), ("Composition", "composition")):
             await _call(c, "create_agent", {"name": name, "template_id": template})
@@ -187,6 +189,7 @@ def test_judging_tools_link_their_views(served: Calls) -> None:
                      "calibrate_judge": "ui://judge-mcp/calibration.html",
                      "get_calibration": "ui://judge-mcp/calibration.html"}
     assert set(served.views) == set(links.values())
+    assert "io.modelcontextprotocol/ui" in served.extensions  # the server says it offers MCP Apps
 
 
 async def test_image_run_view_shows_the_brief_each_judge_and_score(browser: Chromium, served: Calls, shots: Path) -> None:
