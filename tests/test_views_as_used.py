@@ -343,22 +343,28 @@ async def test_a_script_run_in_the_page_cannot_reach_the_network(browser: Chromi
 
 def test_a_server_without_tokens_shows_its_pages_to_loopback_names_only(tmp_path: Path) -> None:
     """No tokens (loopback only): the pages are the owner's, so another site that points its own name at
-    127.0.0.1 (DNS rebinding) is refused rather than shown them."""
+    127.0.0.1 (DNS rebinding) is refused rather than shown them. Each page counts against the organization's
+    calls per minute."""
     import httpx
 
     port = free_port()
     proc = subprocess.Popen([JUDGE_MCP, "--transport", "http", "--port", str(port)], cwd="/", stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=server_env(tmp_path / "home", JUDGE_MCP_MODEL="demo"))
+                            stderr=subprocess.DEVNULL, env=server_env(tmp_path / "home", JUDGE_MCP_MODEL="demo",
+                                                            JUDGE_MCP_RATE_LIMIT_PER_MINUTE="2"))
     try:
         assert wait_for_port(port, 30), "the HTTP server did not start within 30 s"
         with httpx.Client(trust_env=False, timeout=30) as http:
             own = http.get(f"http://127.0.0.1:{port}/ui/")
             rebound = http.get(f"http://127.0.0.1:{port}/ui/", headers={"Host": f"attacker.example:{port}"})
+            second = http.get(f"http://localhost:{port}/ui/")
+            third = http.get(f"http://127.0.0.1:{port}/ui/")
     finally:
         proc.terminate()
         proc.wait(timeout=10)
     assert own.status_code == 200 and "judge-mcp: default" in own.text
     assert rebound.status_code == 403 and rebound.text.startswith("this server has no tokens and answers only loopback")
+    assert second.status_code == 200
+    assert third.status_code == 429 and "organization 'default' has made its 2 requests this minute" in third.text
 
 
 async def test_markup_in_a_brief_is_shown_as_text_and_loads_nothing(browser: Chromium, served: Calls) -> None:
