@@ -247,6 +247,7 @@ async def test_a_view_shows_a_tool_error_as_an_error(browser: Chromium, served: 
 async def test_ui_run_page_shows_the_brief_each_judge_and_score(browser: Chromium, served: Calls, shots: Path) -> None:
     url = f"{served.base}/ui/runs/{served.image['run_id']}"
     visit = await browser.visit(url, headers={"Authorization": "Bearer tok-am"})  # a member of org-a
+    assert visit.text.startswith("← recent runs and calibrations\n\nImage run")  # a link back to /ui/
     assert BRIEF in visit.text and "2 iterations" in visit.text
     for evaluation in served.image["evaluations"]:
         assert f"{evaluation['agent_name']}\n{score_text(evaluation['score'])}" in visit.text

@@ -114,7 +114,7 @@ def register(mcp: Any) -> None:
             return _message(404, "no such run")
 
         def build(app: Any, org: str) -> Response:
-            data = run_page_data(app, org, run_id)
+            data = {**run_page_data(app, org, run_id), "ui_list": "../"}
             return _page("image_run", f"judge-mcp run: {data['brief'][:80]}", data)
 
         return await serve(request, build)
@@ -130,6 +130,6 @@ def register(mcp: Any) -> None:
 
             report = CalibrationStore(app.db).get(org, calibration_id)
             return _page("calibration", f"judge-mcp calibration: {report.judge}, {report.model}",
-                         report.model_dump(mode="json"))
+                         {**report.model_dump(mode="json"), "ui_list": "../"})
 
         return await serve(request, build)

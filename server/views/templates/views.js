@@ -495,9 +495,22 @@
         send({ jsonrpc: "2.0", method: "ui/notifications/initialized", params: {} });
       }
     });
+    // Browsing (another iteration, a page of items, an opened reply) changes the height: the host hears of it.
+    if (window.ResizeObserver) new ResizeObserver(resized).observe(document.documentElement);
     send({ jsonrpc: "2.0", id: nextId++, method: "ui/initialize", params: {
       protocolVersion: "2026-01-26", appInfo: { name: "judge-mcp " + view, version: "1" }, appCapabilities: {} } });
   }
+
+  // A /ui/ page of one run or calibration links back to the organization's list.
+  function withBack(render) {
+    return function (d) {
+      var out = render(d);
+      if (d && d.ui_list) out.unshift(h("p", { "class": "meta" }, h("a", { href: d.ui_list, text: "← recent runs and calibrations" })));
+      return out;
+    };
+  }
+  VIEWS.image_run = withBack(VIEWS.image_run);
+  VIEWS.calibration = withBack(VIEWS.calibration);
 
   var view = document.body.getAttribute("data-view");
   var block = document.getElementById("view-data");
