@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import re
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -267,6 +268,9 @@ def load_dataset(path: Path, suite: Suite) -> list[Item]:
             data = loads(line, where)
         except JudgeError as exc:
             raise InputError(f"{exc}; each line is one JSON object, e.g. {EXAMPLE_LINE}") from None
+        except ValueError as exc:
+            raise InputError(f"{where}: not JSON ({exc}); each line is one JSON object, e.g. {EXAMPLE_LINE}") \
+                from None
         if not isinstance(data, dict):
             raise InputError(f"{where}: must be a JSON object of the tool's arguments, e.g. {EXAMPLE_LINE}")
         expect = data.pop("expect", None) or {}
@@ -340,7 +344,7 @@ def summarise(items: list[dict[str, Any]], min_pass_rate: float) -> dict[str, An
     rate = passed / len(items) if items else 0.0
     return {"items": len(items), "passed": passed, "failed": len(items) - passed - errors, "errors": errors,
             "pass_rate": round(rate, 6), "min_pass_rate": min_pass_rate, "ok": rate >= min_pass_rate,
-            "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6),
+            "cost_usd": None if any(c is None for c in costs) else round(sum(costs), 10),
             "model_requests": sum(i.pop("model_requests") for i in items)}
 
 
@@ -352,9 +356,18 @@ class Progress:
         self.total, self.done = total, 0
         self.bar: Any = None
         if getattr(self.stream, "isatty", lambda: False)():
+            import os
+
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, file=self.stream, unit="item", desc="judge-mcp eval", dynamic_ncols=True)
+            # The terminal's size, 80x24 when it says none: a pseudo-terminal nobody sized says 0x0, and tqdm
+            # then hides the bar below the last of 0 rows.
+            try:
+                columns, rows = os.get_terminal_size(self.stream.fileno())
+            except (AttributeError, OSError, ValueError):
+                columns, rows = 0, 0
+            self.bar = tqdm(total=total, file=self.stream, unit="item", desc="judge-mcp eval", ncols=columns or 80,
+                            nrows=rows or 24)
 
     def item(self, record: dict[str, Any], seconds: float) -> None:
         self.done += 1
@@ -392,6 +405,10 @@ async def run_items(settings: Settings, tool: str, items: list[Item], *, roots: 
 
     records: list[dict[str, Any] | None] = [None] * len(items)
     limit = anyio.CapacityLimiter(concurrency)
+    if "warm_embeddings" not in settings.model_fields_set:
+        # A run is over in seconds: the embedding model and parse worker load when an item first needs them
+        # (an agent's guidelines), not in a warm-up that competes with the run for the CPU.
+        settings = settings.model_copy(update={"warm_embeddings": False})
     server = create_server(settings, client_roots=True)
     async with Client(server, list_roots_callback=offered_roots) as client:
         listed = {t.name for t in (await client.list_tools()).tools}
@@ -411,23 +428,26 @@ async def run_items(settings: Settings, tool: str, items: list[Item], *, roots: 
                 if progress is not None:
                     progress.item(record, time.monotonic() - started)
 
-        try:
+        interrupted = False
+
+        async def stop_on_signal(scope: anyio.CancelScope) -> None:
+            """Ctrl-C (or SIGTERM) cancels the calls in flight; the server then closes as it does at any end."""
+            nonlocal interrupted
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    interrupted = True
+                    scope.cancel()
+                    return
+
+        async with anyio.create_task_group() as watch:
+            watch.start_soon(stop_on_signal, watch.cancel_scope)
             async with anyio.create_task_group() as tg:
                 for position, item in enumerate(items):
                     tg.start_soon(run, position, item)
-        except BaseException as exc:
-            if _cancelled(exc):
-                raise EvalInterrupted(sum(r is not None for r in records), len(items)) from None
-            raise
+            watch.cancel_scope.cancel()  # every item answered: the watcher ends
+    if interrupted:
+        raise EvalInterrupted(sum(r is not None for r in records), len(items))
     return [r for r in records if r is not None]
-
-
-def _cancelled(exc: BaseException) -> bool:
-    import anyio
-
-    if isinstance(exc, BaseExceptionGroup):
-        return all(_cancelled(e) for e in exc.exceptions)
-    return isinstance(exc, anyio.get_cancelled_exc_class() | KeyboardInterrupt)
 
 
 def build_report(tool: str, dataset: Path, suite: Suite, records: list[dict[str, Any]], min_pass_rate: float,
