@@ -598,14 +598,14 @@ def run_eval_command(settings: Settings, args: argparse.Namespace,
     say = say or _say
     try:
         check_tool(args.tool)
-        suite = load_suite(args.suite.resolve()) if args.suite is not None else Suite()
+        suite = load_suite(args.suite.absolute()) if args.suite is not None else Suite()
         rate = args.min_pass_rate if args.min_pass_rate is not None else \
             suite.min_pass_rate if suite.min_pass_rate is not None else 1.0
         if not 0 <= rate <= 1:
             raise InputError(f"--min-pass-rate must be from 0 to 1, e.g. 0.9 (got {rate})")
         if args.concurrency is not None and not 1 <= args.concurrency <= 256:
             raise InputError(f"--concurrency must be from 1 to 256 (got {args.concurrency})")
-        dataset = args.dataset.resolve()
+        dataset = args.dataset.absolute()
         items = load_dataset(dataset, suite)
         _model_or_refuse(settings)
         roots = [r.resolve() for r in args.roots] if args.roots else [Path.cwd()]
