@@ -31,6 +31,8 @@ from .options import instructions
 from .roles import TOOL_ROLES, may_list, require_role, require_toolset
 from .settings import Settings
 from .startup import LazyPrompts, LazyResources, LazyTools, Listing, ListingCache, listed_input
+from .views import apps as views_apps
+from .views import pages as views_pages
 
 log = logging.getLogger("judge_mcp")
 
@@ -347,6 +349,7 @@ def create_server(settings: Settings, *, http_auth: bool = False, base_url: str 
         lifespan=lifespan,
         log_level=settings.log_level,
         listing_cache=ListingCache(settings.home / "cache"),
+        extensions=[views_apps.extension()],  # MCP Apps: the ui:// views (server/views/)
         **auth_kwargs,
     )
     mcp.toolsets = settings.toolsets
@@ -359,9 +362,11 @@ def create_server(settings: Settings, *, http_auth: bool = False, base_url: str 
     resource_manager, prompt_manager = mcp._resource_manager, mcp._prompt_manager
     assert isinstance(resource_manager, LazyResources) and isinstance(prompt_manager, LazyPrompts)
     resource_manager.registrations.later(functools.partial(resources.register, mcp))  # on first use
+    resource_manager.registrations.later(functools.partial(views_apps.register, mcp))
     mcp.middleware.append(RequestMiddleware(mcp))
     client_log.register(mcp)
     health.register(mcp)
+    views_pages.register(mcp)  # /ui/ on the HTTP transports
     prompt_manager.registrations.later(functools.partial(_add_prompts, mcp))
     return mcp
 

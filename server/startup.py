@@ -41,6 +41,8 @@ from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.tools.tool_manager import ToolManager
 from mcp.types import Tool as MCPTool
 
+from .views.apps import tool_meta
+
 log = logging.getLogger("judge_mcp")
 PACKAGES = ("server", "judges", "rag", "prompts")
 
@@ -104,7 +106,7 @@ class LazyTools(ToolManager):
             self.module_of[key] = self._loading
             if self._loading in self._from_listing:
                 self.stale = True  # a tool the cached listing does not have
-        self._recipes[key] = (fn, {"name": name, **kwargs})
+        self._recipes[key] = (fn, {"name": name, **kwargs, "meta": tool_meta(key, kwargs.get("meta"))})
         return None  # type: ignore[return-value]  # nothing here uses the returned Tool
 
     def load_module(self, module: str) -> None:

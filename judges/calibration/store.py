@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 from judges.errors import NotFoundError
 from judges.store.database import Database
@@ -30,6 +31,13 @@ class CalibrationStore:
                          "VALUES (?,?,?,?,?,?,?)",
                          (calibration_id, org, stored.judge, stored.model, stored.items, stored.model_dump_json(), now))
         return stored
+
+    def summaries(self, org: str, limit: int = 50) -> list[dict[str, Any]]:
+        """The organization's calibrations, newest first: id, judge, model, items and time of each."""
+        rows = self.db.query("SELECT id, judge, model, items, created_at FROM calibrations WHERE organization_id=? "
+                             "ORDER BY created_at DESC, id LIMIT ?", (org, limit))
+        return [{"calibration_id": r["id"], "judge": r["judge"], "model": r["model"], "items": r["items"],
+                 "created_at": r["created_at"]} for r in rows]
 
     def get(self, org: str, calibration_id: str) -> CalibrationReport:
         rows = self.db.query("SELECT report FROM calibrations WHERE id=? AND organization_id=?", (calibration_id, org))
