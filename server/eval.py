@@ -524,39 +524,10 @@ def _xml_name(text: str) -> str:
 
 
 def html_report(report: dict[str, Any]) -> str:
-    """The self-contained HTML report: the views' own template when server/views is there, else a plain page."""
-    try:
-        from .views import render_eval_report  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return _plain_html(report)
-    return str(render_eval_report(report))
+    """The self-contained HTML report: the views' own eval page (server/views, the /ui/ pages' templates)."""
+    from .views import render_eval_report
 
-
-def _plain_html(report: dict[str, Any]) -> str:
-    """A plain self-contained page (no script, no external resource) until server/views provides the template."""
-    from html import escape
-
-    s = report["summary"]
-    rows = []
-    for item in report["items"]:
-        state = "error" if item["is_error"] else "passed" if item["passed"] else "failed"
-        checks = "".join(f"<li class={'ok' if a['passed'] else 'bad'}>{escape(a['name'])}: got "
-                         f"{escape(json.dumps(a['actual'], ensure_ascii=False, default=str)[:300])}</li>"
-                         for a in item["assertions"])
-        error = f"<pre>{escape(item['error'] or '')}</pre>" if item["is_error"] else ""
-        rows.append(f"<tr class={state}><td>{item['index']}</td><td>{escape(str(item.get('id', '')))}</td>"
-                    f"<td>{state}</td><td><ul>{checks}</ul>{error}</td></tr>")
-    title = f"judge-mcp eval {escape(report['tool'])}: {s['passed']}/{s['items']} passed"
-    return (f"<!doctype html><html><head><meta charset=utf-8><title>{title}</title>"
-            "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; style-src 'unsafe-inline'\">"
-            "<style>body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
-            "td{border:1px solid #ccc;padding:4px 8px;vertical-align:top}.passed td:nth-child(3),.ok{color:#186b2a}"
-            ".failed td:nth-child(3),.error td:nth-child(3),.bad{color:#a31515}</style></head><body>"
-            f"<h1>{title}</h1><p>dataset {escape(report['dataset'])}; pass rate {s['pass_rate']:.1%} "
-            f"(min {s['min_pass_rate']:.0%}); {s['errors']} errors; {s['model_requests']} model requests; "
-            f"cost ${s['cost_usd'] if s['cost_usd'] is not None else 'unknown'}</p>"
-            "<table><tr><th>line</th><th>id</th><th>result</th><th>checks</th></tr>"
-            + "".join(rows) + "</table></body></html>\n")
+    return render_eval_report(report)
 
 
 # --- the command --------------------------------------------------------------------------------------------------

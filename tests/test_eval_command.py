@@ -178,12 +178,23 @@ def test_junit_xml_has_a_case_per_item_and_assertion_and_counts_the_failures(fai
 
 
 @pytest.mark.e2e
-def test_the_html_report_is_one_self_contained_page(failing: Any) -> None:
+def test_the_html_report_drawn_by_chromium_shows_every_item_and_requests_nothing(failing: Any) -> None:
+    import anyio
+
+    from tests.chromium import Chromium
+
     home, _, _ = failing
-    page = (home / "report.html").read_text()
-    assert page.lower().startswith("<!doctype html>")
-    assert "garbled-0" in page and "wrong-3" in page
-    assert "<script src" not in page and "http://" not in page and "https://" not in page
+    page = (home / "report.html").as_uri()
+    browser = Chromium()
+    try:
+        visit = anyio.run(lambda: browser.visit(page))
+    finally:
+        browser.close()
+    assert visit.text.startswith("judge-mcp eval · score_text\n")
+    assert "RESULT\nfailed\nITEMS\n24\nPASSED\n19\nFAILED\n4\nERRORS\n1\nPASS RATE\n79.2% / 100.0%" in visit.text
+    assert all(f"wrong-{i}" in visit.text for i in range(WRONG)) and "garbled-0" in visit.text
+    assert visit.requests == [page]  # the page itself, nothing else
+    assert len(visit.screenshot) > 10_000
 
 
 @pytest.mark.e2e
