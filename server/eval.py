@@ -29,6 +29,7 @@ JUDGING_TOOLS = ("score_text", "pairwise_compare", "rank_texts", "compare_to_ref
 MAX_DATASET_BYTES = 50 * 1024 * 1024
 MAX_ITEMS = 10_000
 MAX_ASSERTIONS = 100
+MAX_ASSERTION_CHARS = 2000
 OWN_KEYS = ("id", "expect")  # a dataset line's keys that are eval's, not the tool's arguments
 EXAMPLE_LINE = '{"id": "q1", "text": "Paris.", "instruction": "Capital of France?", "rubric": ["correctness"], ' \
                '"expect": {"failed": 0}}'
@@ -169,13 +170,15 @@ def parse_assertion(text: Any, where: str) -> Assertion:
                          f"(got {_short(text)})")
     if text.strip().lower() == NO_JUDGE_FAILURES:
         return Assertion(name=NO_JUDGE_FAILURES, op=NO_JUDGE_FAILURES)
+    if len(text) > MAX_ASSERTION_CHARS:
+        raise InputError(f"{where}: an assertion of {len(text):,} characters; at most {MAX_ASSERTION_CHARS:,}")
     match = _COMPARISON.match(text) or _MEMBERSHIP.match(text)
     if match is None:
         raise InputError(f"{where}: cannot read the assertion {text!r}: write `PATH OP VALUE` with OP one of "
                          f"==, !=, >=, <=, >, <, in, not in, contains, e.g. {EXAMPLE_ASSERTIONS}")
     path, op, raw = match["path"], match["op"], match["value"]
     try:
-        value = yaml.safe_load(raw)  # `[accept, revise]`, `70`, `Response A`, `"quoted"`, `null`
+        value = load_yaml(raw, where)  # `[accept, revise]`, `70`, `Response A`, `"quoted"`, `null`
     except yaml.YAMLError:
         value = raw
     if isinstance(value, dict | set):
@@ -185,6 +188,17 @@ def parse_assertion(text: Any, where: str) -> Assertion:
     if op in (">=", "<=", ">", "<") and not _number(value):
         raise InputError(f"{where}: `{op}` compares with a number, e.g. 'total {op} 70' (got {raw!r})")
     return Assertion(name=text.strip(), path=path, op=op, value=value)
+
+
+def load_yaml(text: str, where: str) -> Any:
+    """YAML without aliases: `*name` could make a structure refer to itself (`&a [*a]`, which no comparison
+    ends on) or, nested, expand to billions of elements once serialised (a billion laughs)."""
+    import yaml
+
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            raise InputError(f"{where}: YAML aliases (*name) are not supported; write the value out")
+    return yaml.safe_load(text)
 
 
 def expectation(path: str, value: Any) -> Assertion:
@@ -214,7 +228,9 @@ def load_suite(path: Path) -> Suite:
 
     text = _read(path, "suite")
     try:
-        data = yaml.safe_load(text) if path.suffix.lower() in (".yaml", ".yml") else json.loads(text)
+        data = load_yaml(text, f"suite {path}") if path.suffix.lower() in (".yaml", ".yml") else json.loads(text)
+    except InputError:
+        raise
     except (yaml.YAMLError, ValueError) as exc:
         raise InputError(f"suite {path}: not valid {'YAML' if path.suffix.lower() in ('.yaml', '.yml') else 'JSON'}: "
                          f"{' '.join(str(exc).split())[:300]}") from None

@@ -385,3 +385,15 @@ def test_a_suite_min_pass_rate_outside_0_to_1_is_refused(tmp_path: Path) -> None
     with pytest.raises(InputError) as refused:
         load_suite(tmp_path / "s.json")
     assert str(refused.value) == f"suite {tmp_path / 's.json'}: min_pass_rate must be a number from 0 to 1, e.g. 0.9 (got 90)"
+
+
+def test_a_yaml_alias_in_a_suite_is_refused_before_it_can_expand(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text('a: &a ["lol", "lol", "lol"]\nb: &b [*a, *a, *a]\narguments: {text: *b}\n')
+    with pytest.raises(InputError) as refused:
+        load_suite(tmp_path / "s.yaml")
+    assert str(refused.value) == f"suite {tmp_path / 's.yaml'}: YAML aliases (*name) are not supported; write the value out"
+
+
+def test_a_self_referring_assertion_value_is_refused() -> None:
+    with pytest.raises(InputError, match=r"YAML aliases \(\*name\) are not supported"):
+        parse_assertion("verdict in &a [*a]", "suite s.yaml, assert[0]")
