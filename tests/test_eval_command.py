@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -168,6 +169,8 @@ def test_junit_xml_has_a_case_per_item_and_assertion_and_counts_the_failures(fai
     counted = {k: int(suite.get(k, "-1")) for k in ("tests", "failures", "errors", "skipped")}
     assert counted == {"tests": 48, "failures": WRONG, "errors": GARBLED, "skipped": GARBLED}
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("48", str(WRONG), str(GARBLED))
+    # Jenkins' junit-10.xsd (which GitLab and the GitHub reporters also read): seconds as digits and a point.
+    assert all(re.fullmatch(r"\d+\.\d{3}", e.get("time", "")) for e in (root, suite))
     failed = [c for c in cases if c.find("failure") is not None]
     assert [c.get("classname") for c in failed] == [f"score_text.item_{20 + i}_wrong-{i}" for i in range(WRONG)]
     assert {c.get("name") for c in failed} == {"total == 100"}
