@@ -1,5 +1,6 @@
 """`judge-mcp [--transport stdio|sse|http] [--host 127.0.0.1] [--port N]`, `judge-mcp --version`,
-`judge-mcp config <host> [--root DIR ...]`, `judge-mcp tokens create|list|revoke`."""
+`judge-mcp config <host> [--root DIR ...]`, `judge-mcp tokens create|list|revoke`,
+`judge-mcp eval TOOL DATASET [--suite F] [--min-pass-rate R] [--json F] [--junit F] [--html F]`."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="bind address for sse/http (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port for sse/http (default 8000)")
     p.add_argument("--version", action=_Version)
-    sub = p.add_subparsers(dest="command", metavar="{config,check,tokens}")
+    sub = p.add_subparsers(dest="command", metavar="{config,check,tokens,eval}")
     check = sub.add_parser("check", help="say whether the model, the gate sandbox, the store and the roots are ok "
                                          "or missing, with what to do; exit 1 when something the configuration "
                                          "asks for cannot work")
@@ -91,6 +92,9 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--org", help="only this organization's tokens")
     revoke = tsub.add_parser("revoke", help="revoke a token by its id (from `tokens list`)")
     revoke.add_argument("token_id")
+    from .eval import add_parser
+
+    add_parser(sub)
     return p
 
 
@@ -369,6 +373,12 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(run_check(settings, model=args.model))
     if args.command == "tokens":
         raise SystemExit(run_tokens(settings, args))
+    if args.command == "eval":
+        from .eval import run_eval_command
+
+        # The per-call log lines would bury the progress: warnings only, unless JUDGE_MCP_LOG_LEVEL asks for more.
+        configure_logging(settings.log_level if "log_level" in settings.model_fields_set else "WARNING")
+        raise SystemExit(run_eval_command(settings, args))
     if args.command == "config":
         from .host_config import print_host_config
 

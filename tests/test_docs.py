@@ -20,7 +20,9 @@ A fenced block's info string says what it is and how it is checked:
   starts a background job is followed until the job completes;
 - ```json patch / analysis / host-config: a patch checked with validate_patch, an analysis that must pass
   evaluate_analysis' deterministic checks, a host configuration block of the right shape;
-- ```jsonl path=<file>: a file the page asks for, written there (under the HOME above) for the calls after it;
+- ```jsonl path=<file>, ```yaml path=<file>: a file the page asks for, written there (under the HOME above) for
+  the calls and commands after it;
+- ```yaml github-actions: workflow steps, each with a name and a `run` (checked with `bash -n`) or a `uses`;
 - ```text: output shown, not run.
 
 The port 8000 of a page is replaced by a free one (tests run beside other servers). The test environment adds
@@ -50,7 +52,7 @@ from tests.mcp_helpers import free_port, wait_for_port
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 KINDS = {"sh": {"", "no-run", "background", "inspector"}, "json": {"call", "patch", "analysis", "host-config"},
-         "jsonl": {"path"}, "text": {""}}
+         "jsonl": {"path"}, "yaml": {"path", "github-actions"}, "text": {""}}
 
 # The blocks no test runs, by page and first command: each says why in its page.
 NOT_RUN = {
@@ -230,7 +232,17 @@ class Reader:
         elif block.lang == "sh" and block.tag == "inspector":
             for argv in self.inspector_commands(block):
                 self.run(self.inspector(argv, block.where))
-        elif block.lang == "jsonl":
+        elif block.lang == "yaml" and block.tag == "github-actions":
+            import yaml
+
+            steps = yaml.safe_load(block.text)
+            assert isinstance(steps, list) and steps, block.where
+            for step in steps:
+                assert step.get("name") and ("run" in step) != ("uses" in step), f"{block.where}: {step}"
+                if "run" in step:
+                    checked = subprocess.run(["bash", "-n"], input=step["run"], capture_output=True, text=True)
+                    assert checked.returncode == 0, f"{block.where}: {checked.stderr}"
+        elif block.lang in ("jsonl", "yaml"):
             path = Path(block.arg.replace("/home/me", str(self.home)))
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(block.text, encoding="utf-8")
