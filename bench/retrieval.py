@@ -8,7 +8,7 @@ The 14 documents of `<corpora>/retrieval/` are uploaded to one agent. Then:
 - briefs (bench/data/retrieval/briefs.jsonl): evaluate_image with the brief and the prompt (what the seeds
   search with), one 8×8 image; counted when the evaluation's guidelines_used (the agent's top_k 5) holds a
   chunk of the rule's document that holds the rule. The rule's chunks are found through search_guidelines
-  (the rule itself as the query, top_k 50).
+  (the rule itself as the query, top_k 50) in another agent that holds the rule's document alone.
 One server per method (`--methods`); a method is a name from METHODS (its environment for the server).
 Usage: python bench/retrieval.py [--corpora ../shared/corpora] [--split dev|test|all] [--methods hybrid,dense]
        [-v: the questions missed at 5 and the briefs missed]
@@ -77,42 +77,46 @@ async def call(client: Any, tool: str, args: dict[str, Any]) -> Any:
 
 
 async def run_method(method: str, documents: Path, questions: list[dict[str, Any]],
-                     briefs: list[dict[str, Any]], verbose: bool) -> dict[str, Any]:
+                     briefs: list[dict[str, Any]], verbose: bool, home: Path, errlog: Any) -> dict[str, Any]:
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    home = Path(tempfile.mkdtemp(prefix="bench-retrieval-"))
     params = StdioServerParameters(command=JUDGE_MCP, args=[], env=server_env(home, documents, METHODS[method]),
                                    cwd="/")
-    with open(home / "server.log", "w") as errlog:
-        async with Client(stdio_client(params, errlog=errlog)) as client:
-            agent = (await call(client, "create_agent", {"name": "bench", "system_prompt": "Judge brand use."}))["id"]
-            names = sorted({r["document"] for r in questions} | {r["document"] for r in briefs})
-            ids: dict[str, str] = {}
-            started = time.perf_counter()
-            for name in names:
-                doc = await call(client, "upload_guideline", {"agent_id": agent, "path": str(documents / name)})
-                ids[name] = doc["id"]
-            ingest_s = time.perf_counter() - started
-            ranks: list[tuple[dict[str, Any], int | None]] = []
-            for q in questions:
-                got = await call(client, "search_guidelines", {"agent_id": agent, "query": q["question"], "top_k": 10})
-                rank = next((i for i, ch in enumerate(got["chunks"], 1)
-                             if ch["document_id"] == ids[q["document"]] and norm(q["answer"]) in norm(ch["text"])), None)
-                ranks.append((q, rank))
-            cited: list[tuple[dict[str, Any], bool]] = []
-            image = png_b64()
-            for b in briefs:
-                found = await call(client, "search_guidelines", {"agent_id": agent, "query": b["rule"], "top_k": 50,
-                                                                 "similarity_threshold": 0})
-                rule = {(ch["document_id"], ch["chunk_index"]) for ch in found["chunks"]
-                        if ch["document_id"] == ids[b["document"]] and norm(b["rule"]) in norm(ch["text"])}
-                if not rule:
-                    raise RuntimeError(f"brief {b['id']}: no chunk holds its rule")
-                ev = await call(client, "evaluate_image", {"brief": b["brief"], "prompt": b["prompt"], "images": [image],
-                                                           "agent_ids": [agent], "cache": False})
-                used = {(u["document_id"], u["chunk_index"]) for u in ev["evaluations"][0]["guidelines_used"]}
-                cited.append((b, bool(used & rule)))
+    async with Client(stdio_client(params, errlog=errlog)) as client:
+        agent = (await call(client, "create_agent", {"name": "bench", "system_prompt": "Judge brand use."}))["id"]
+        names = sorted({r["document"] for r in questions} | {r["document"] for r in briefs})
+        ids: dict[str, str] = {}
+        started = time.perf_counter()
+        for name in names:
+            doc = await call(client, "upload_guideline", {"agent_id": agent, "path": str(documents / name)})
+            ids[name] = doc["id"]
+        ingest_s = time.perf_counter() - started
+        ranks: list[tuple[dict[str, Any], int | None]] = []
+        for q in questions:
+            got = await call(client, "search_guidelines", {"agent_id": agent, "query": q["question"], "top_k": 10})
+            rank = next((i for i, ch in enumerate(got["chunks"], 1)
+                         if ch["document_id"] == ids[q["document"]] and norm(q["answer"]) in norm(ch["text"])), None)
+            ranks.append((q, rank))
+        # The rule's chunks, found in an agent holding the rule's document alone (so any method finds them): the
+        # same document chunks the same way, so a chunk index there is the chunk index in the bench's agent.
+        alone: dict[str, str] = {}
+        for name in sorted({b["document"] for b in briefs}):
+            alone[name] = (await call(client, "create_agent", {"name": f"rules {name}", "system_prompt": "-"}))["id"]
+            await call(client, "upload_guideline", {"agent_id": alone[name], "path": str(documents / name)})
+        cited: list[tuple[dict[str, Any], bool]] = []
+        image = png_b64()
+        for b in briefs:
+            found = await call(client, "search_guidelines", {"agent_id": alone[b["document"]], "query": b["rule"],
+                                                             "top_k": 50, "similarity_threshold": 0})
+            rule = {(ids[b["document"]], ch["chunk_index"]) for ch in found["chunks"]
+                    if norm(b["rule"]) in norm(ch["text"])}
+            if not rule:
+                raise RuntimeError(f"brief {b['id']}: no chunk holds its rule")
+            ev = await call(client, "evaluate_image", {"brief": b["brief"], "prompt": b["prompt"], "images": [image],
+                                                       "agent_ids": [agent], "cache": False})
+            used = {(u["document_id"], u["chunk_index"]) for u in ev["evaluations"][0]["guidelines_used"]}
+            cited.append((b, bool(used & rule)))
     out: dict[str, Any] = {"method": method, "ingest_s": ingest_s, "splits": {}}
     for split in sorted({q["split"] for q in questions} | {b["split"] for b in briefs}):
         rs = [r for q, r in ranks if q["split"] == split]
@@ -143,7 +147,9 @@ def main() -> None:
     print("| method | split | questions | recall@1 | recall@5 | MRR@10 | briefs | rule cited | ingest s |")
     print("|---|---|---|---|---|---|---|---|---|")
     for method in args.methods.split(","):
-        res = anyio.run(run_method, method, documents, questions, briefs, args.verbose)
+        home = Path(tempfile.mkdtemp(prefix="bench-retrieval-"))
+        with open(home / "server.log", "w") as errlog:  # the server's stderr
+            res = anyio.run(run_method, method, documents, questions, briefs, args.verbose, home, errlog)
         for split, m in res["splits"].items():
             print(f"| {method} | {split} | {m['questions']} | {m['recall@1']:.3f} | {m['recall@5']:.3f} | "
                   f"{m['mrr']:.3f} | {m['briefs']} | {m['cited']:.3f} | {res['ingest_s']:.1f} |", flush=True)
