@@ -32,13 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp.server.mcpserver.prompts.base import Prompt
-from mcp.server.mcpserver.prompts.manager import PromptManager
-from mcp.server.mcpserver.resources.base import Resource
-from mcp.server.mcpserver.resources.resource_manager import ResourceManager
-from mcp.server.mcpserver.resources.templates import ResourceTemplate
-from mcp.server.mcpserver.tools.base import Tool
-from mcp.server.mcpserver.tools.tool_manager import ToolManager
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import Tool as MCPTool
 
 log = logging.getLogger("judge_mcp")
@@ -60,12 +54,15 @@ def listing_key(root: Path | None = None) -> str:
     return digest.hexdigest()[:24]
 
 
-class LazyTools(ToolManager):
-    """A ToolManager whose tools are built on first use (a call, or a tools/list with no cached answer), and
-    whose tool modules, when a cached listing names their tools, are imported on first use too."""
+class ToolCatalog:
+    """Every tool of the server: declared by its module (through `MCPServer.add_tool`, which JudgeServer
+    records here), built (the SDK's public `Tool.from_function`) on first use (a call, or a tools/list with no
+    cached answer); and the tool modules, when a cached listing names their tools, imported on first use too.
+    Not an SDK manager: JudgeServer lists and calls the tools it holds through the public `Tool` API."""
 
     def __init__(self, warn_on_duplicate_tools: bool = True) -> None:
-        super().__init__(warn_on_duplicate_tools)
+        self.warn_on_duplicate_tools = warn_on_duplicate_tools
+        self._tools: dict[str, Tool] = {}
         self._recipes: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
         self.names: list[str] = []  # in registration order, built or not (and, from a cached listing, loaded or not)
         self.module_of: dict[str, str | None] = {}  # tool name → the module that registers it
@@ -91,21 +88,34 @@ class LazyTools(ToolManager):
                 self._promised.add(name)
                 self.names.append(name)
 
-    def add_tool(self, fn: Callable[..., Any], name: str | None = None, **kwargs: Any) -> Tool:  # type: ignore[override]
+    def add_tool(self, fn: Callable[..., Any], name: str | None = None, **kwargs: Any) -> None:
+        """Declare a tool (`Tool.from_function`'s arguments): built on first use."""
         key = name or fn.__name__
         if key in self._promised and self.module_of.get(key) == self._loading:
             self._promised.discard(key)  # the slot a cached listing kept for it
         elif key in self.names:  # as the SDK's ToolManager: the first registration stays
             if self.warn_on_duplicate_tools:
                 log.warning("Tool already exists: %s", key)
-            return None  # type: ignore[return-value]
+            return
         else:
             self.names.append(key)
             self.module_of[key] = self._loading
             if self._loading in self._from_listing:
                 self.stale = True  # a tool the cached listing does not have
         self._recipes[key] = (fn, {"name": name, **kwargs})
-        return None  # type: ignore[return-value]  # nothing here uses the returned Tool
+
+    def remove_tool(self, name: str) -> None:
+        """Forget a tool (as `MCPServer.remove_tool`: ToolError when there is none)."""
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        self.get_tool(name)
+        with self._build_lock:
+            if name not in self.names:
+                raise ToolError(f"Unknown tool: {name}")
+            self.names.remove(name)
+            self._tools.pop(name, None)
+            self._recipes.pop(name, None)
+            self.module_of.pop(name, None)
 
     def load_module(self, module: str) -> None:
         """Import `module` and register its tools, once (the other threads wait for it meanwhile)."""
@@ -164,21 +174,20 @@ class LazyTools(ToolManager):
             recipe = self._recipes.get(name)
             if recipe is not None:
                 fn, kwargs = recipe
-                tool = Tool.from_function(fn, **kwargs)
-                if tool.fn_metadata.output_schema is not None:
-                    tool.fn_metadata.output_schema = lean_schema(tool.fn_metadata.output_schema)
-                self._tools[tool.name] = tool
+                self._tools[name] = Tool.from_function(fn, **kwargs)
                 del self._recipes[name]
 
     def get_tool(self, name: str) -> Tool | None:
+        """The tool, its module imported and the tool built first if need be; None when there is no such tool."""
         module = self.module_of.get(name)
         if name in self._promised and module is not None:
             self.load_module(module)  # or wait while another thread loads it
         if name in self._recipes or name not in self._tools:
             self._build(name)  # or wait while another thread (the background build) builds it
-        return super().get_tool(name)
+        return self._tools.get(name)
 
     def list_tools(self) -> list[Tool]:
+        """Every tool, in registration order, each module imported and each tool built."""
         self.load_all()
         for name in list(self._recipes):
             self._build(name)
@@ -312,7 +321,7 @@ def _type_lists(node: Any) -> Any:
 
 
 class Registrations:
-    """Registrations (functions adding resources or prompts) run when their manager is first used, not at start."""
+    """Registrations (functions adding resources or prompts) run when resources or prompts are first used, not at start."""
 
     def __init__(self) -> None:
         self._pending: list[Callable[[], None]] = []
@@ -321,66 +330,15 @@ class Registrations:
     def later(self, register: Callable[[], None]) -> None:
         self._pending.append(register)
 
+    @property
+    def pending(self) -> bool:
+        return bool(self._pending)
+
     def run(self) -> None:
         with self._lock:
             while self._pending:
                 self._pending[0]()
                 del self._pending[0]  # once it has run: one that failed fails again at the next use
-
-
-class LazyResources(ResourceManager):
-    """A ResourceManager whose resources are registered, and whose templates (an argument model and a validated
-    function each, ~5 ms apiece) built, when resources are first listed or read, not at start."""
-
-    def __init__(self, warn_on_duplicate_resources: bool = True) -> None:
-        super().__init__(warn_on_duplicate_resources)
-        self.registrations = Registrations()
-        self._recipes: list[tuple[Callable[..., Any], str, dict[str, Any]]] = []
-        self._build_lock = threading.Lock()
-
-    def add_template(self, fn: Callable[..., Any], uri_template: str,  # type: ignore[override]
-                     **kwargs: Any) -> ResourceTemplate:
-        self._recipes.append((fn, uri_template, kwargs))
-        return None  # type: ignore[return-value]  # nothing here uses the returned template
-
-    def _build(self) -> None:
-        self.registrations.run()
-        with self._build_lock:
-            recipes, self._recipes = self._recipes, []
-            for fn, uri_template, kwargs in recipes:
-                super().add_template(fn, uri_template, **kwargs)
-
-    async def get_resource(self, uri: Any, context: Any) -> Any:
-        self._build()
-        return await super().get_resource(uri, context)
-
-    def list_resources(self) -> list[Resource]:
-        self._build()
-        return super().list_resources()
-
-    def list_templates(self) -> list[ResourceTemplate]:
-        self._build()
-        return super().list_templates()
-
-
-class LazyPrompts(PromptManager):
-    """A PromptManager whose prompts are registered when prompts are first listed or got, not at start."""
-
-    def __init__(self, warn_on_duplicate_prompts: bool = True) -> None:
-        super().__init__(warn_on_duplicate_prompts)
-        self.registrations = Registrations()
-
-    def get_prompt(self, name: str) -> Prompt | None:
-        self.registrations.run()
-        return super().get_prompt(name)
-
-    def list_prompts(self) -> list[Prompt]:
-        self.registrations.run()
-        return super().list_prompts()
-
-    def remove_prompt(self, name: str) -> None:
-        self.registrations.run()
-        super().remove_prompt(name)
 
 
 @dataclass

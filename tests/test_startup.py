@@ -89,9 +89,9 @@ def test_the_listing_key_changes_with_any_source_file(tmp_path: Path) -> None:
 
 
 def test_a_tool_registered_twice_is_listed_once_with_its_first_function() -> None:
-    from server.startup import LazyTools
+    from server.startup import ToolCatalog
 
-    tools = LazyTools(warn_on_duplicate_tools=False)
+    tools = ToolCatalog(warn_on_duplicate_tools=False)
 
     def first() -> str:
         """The first."""
@@ -224,9 +224,9 @@ def test_a_cached_start_still_refuses_to_start_when_the_required_gate_sandbox_is
 
 
 def test_a_module_listed_from_the_cache_is_registered_by_the_first_use_of_one_of_its_tools() -> None:
-    from server.startup import LazyTools
+    from server.startup import ToolCatalog
 
-    tools = LazyTools()
+    tools = ToolCatalog()
     registered: list[str] = []
 
     def register() -> None:
@@ -243,27 +243,12 @@ def test_a_module_listed_from_the_cache_is_registered_by_the_first_use_of_one_of
 
 
 def test_a_listed_tool_its_module_does_not_register_is_dropped_and_the_listing_marked_stale() -> None:
-    from server.startup import LazyTools
+    from server.startup import ToolCatalog
 
-    tools = LazyTools()
+    tools = ToolCatalog()
     tools.add_module("pings", lambda: tools.add_tool(lambda: "pong", name="ping"), ["ping", "gone"])
     assert tools.get_tool("gone") is None
     assert tools.stale and tools.names == ["ping"] and [t.name for t in tools.list_tools()] == ["ping"]
-
-
-def test_a_tool_not_loaded_yet_has_its_input_schema_from_the_cached_listing(tmp_path: Path) -> None:
-    from server.app import create_server
-    from tests.conftest import make_settings
-
-    settings = make_settings(tmp_path)
-    anyio.run(create_server(settings).list_tools)  # writes the listing
-    server = create_server(settings)
-    assert not server.lazy_tools.ready("score_text")
-    schema = server._tool_input_schema("score_text")
-    tool = server.lazy_tools.get_tool("score_text")
-    from server.startup import listed_input
-
-    assert tool is not None and schema == listed_input(tool.parameters) and schema["required"] == ["text"]
 
 
 def test_importing_the_cli_leaves_the_collector_on_with_what_it_imported_frozen() -> None:
@@ -374,9 +359,9 @@ def test_a_tool_called_while_the_background_build_builds_it_is_found(monkeypatch
 
     from mcp.server.mcpserver.tools.base import Tool
 
-    from server.startup import LazyTools
+    from server.startup import ToolCatalog
 
-    tools = LazyTools()
+    tools = ToolCatalog()
     tools.add_tool(lambda: "pong", name="ping")
     real = Tool.from_function
     building = threading.Event()
