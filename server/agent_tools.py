@@ -15,7 +15,7 @@ from .errors import tool_errors
 from .jobs import as_result
 
 AgentId = Annotated[str, Field(description="The agent's id, as create_agent or list_agents return it.")]
-Weight = Annotated[float | None, Field(description="0–100.")]
+Weight = Annotated[float | None, Field(ge=0, le=100)]  # bounds in the schema: a model sees them
 SCALE_HELP = ("The scale the agent's prompt scores on, {min, max}; default {0, 100}. E.g. {1, 10} for an "
               "MT-Bench-style 'Rating: [[x]]' prompt. Readings outside it fail as out_of_range; inside, they are "
               "mapped to 0–100.")

@@ -207,27 +207,52 @@ def lean_schema(schema: Any) -> Any:
     return _type_lists(_inlined(schema))
 
 
+# A field's short form in the listing, declared beside the field (Field(json_schema_extra={LISTED_AS: {...}})):
+# for an argument another tool of the same toolset lists in full (apply_patch's patch, as validate_patch's).
+# The server still validates against the full schema.
+LISTED_AS = "x-listed-as"
+
+
 def listed_input(schema: dict[str, Any]) -> dict[str, Any]:
     """A tool's input schema as tools/list shows it (a host puts it into its model's context): no automatic
-    titles; an optional argument whose default is null shown as its value's type alone (leaving it out is
-    how a caller says null; the server still accepts an explicit null); and the options many tools share
+    titles; an optional argument whose default is null shown as its value's types alone (leaving it out is
+    how a caller says null; the server still accepts an explicit null); plain-type alternatives as one type
+    list; no `additionalProperties: true` (JSON Schema's default); a field declared with a short form
+    (LISTED_AS) in that form; and the options many tools share
     (server/options.py) without their description, which the server's instructions give once."""
     from .options import LISTED, SHARED_OPTIONS
 
-    schema = untitled(schema)
+    schema = _type_lists(_without_default_additional(untitled(schema)))
     required = set(schema.get("required", []))
     properties = {}
     for name, node in schema.get("properties", {}).items():
         options = node.get("anyOf") if isinstance(node, dict) else None
         if name not in required and node.get("default", 0) is None and isinstance(options, list) and \
-                len(options) == 2 and {"type": "null"} in options:
-            (value,) = [o for o in options if o != {"type": "null"}]
-            node = {**value, **{k: v for k, v in node.items() if k not in ("anyOf", "default")}}
+                {"type": "null"} in options:
+            values = [o for o in options if o != {"type": "null"}]
+            rest = {k: v for k, v in node.items() if k not in ("anyOf", "default")}
+            node = {**values[0], **rest} if len(values) == 1 else {"anyOf": values, **rest}
+        elif name not in required and node.get("default", 0) is None and isinstance(node.get("type"), list) and \
+                "null" in node["type"]:
+            kinds = [k for k in node["type"] if k != "null"]
+            node = {k: v for k, v in node.items() if k != "default"} | {"type": kinds[0] if len(kinds) == 1 else kinds}
+        if isinstance(node, dict) and isinstance(node.get(LISTED_AS), dict):
+            node = node[LISTED_AS]
         if name in SHARED_OPTIONS and node.get("description") == SHARED_OPTIONS[name]:
             node = {k: v for k, v in node.items() if k != "description"} | (
                 {"description": LISTED[name]} if name in LISTED else {})
         properties[name] = node
     return {**schema, "properties": properties} if "properties" in schema else schema
+
+
+def _without_default_additional(node: Any) -> Any:
+    """`node` without `additionalProperties: true`, which says what JSON Schema does anyway."""
+    if isinstance(node, list):
+        return [_without_default_additional(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    return {k: (v if k in ("default", "examples", "const", "enum") else _without_default_additional(v))
+            for k, v in node.items() if not (k == "additionalProperties" and v is True)}
 
 
 def untitled(schema: Any) -> Any:
