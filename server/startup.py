@@ -242,7 +242,35 @@ def listed_input(schema: dict[str, Any]) -> dict[str, Any]:
             node = {k: v for k, v in node.items() if k != "description"} | (
                 {"description": LISTED[name]} if name in LISTED else {})
         properties[name] = node
-    return {**schema, "properties": properties} if "properties" in schema else schema
+    if "properties" not in schema:
+        return schema
+    listed = {**schema, "properties": properties}
+    if isinstance(schema.get("$defs"), dict):  # the definitions only a short form's full schema used: gone
+        used = _used_definitions(listed)
+        listed["$defs"] = {k: v for k, v in schema["$defs"].items() if k in used}
+        if not listed["$defs"]:
+            del listed["$defs"]
+    return listed
+
+
+def _used_definitions(schema: dict[str, Any]) -> set[str]:
+    """The `$defs` names reachable from the schema's properties."""
+    defs = schema.get("$defs", {})
+    used: set[str] = set()
+    todo: list[Any] = [schema.get("properties", {})]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo.extend(node)
+        elif isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                name = ref.removeprefix("#/$defs/")
+                if name not in used and name in defs:
+                    used.add(name)
+                    todo.append(defs[name])
+            todo.extend(v for k, v in node.items() if k not in ("default", "examples", "const", "enum"))
+    return used
 
 
 def _without_default_additional(node: Any) -> Any:

@@ -378,3 +378,19 @@ def test_a_tool_called_while_the_background_build_builds_it_is_found(monkeypatch
     found = tools.get_tool("ping")
     background.join(10)
     assert found is not None and found.name == "ping"
+
+
+def test_a_listed_input_schema_keeps_only_the_definitions_its_arguments_use(tmp_path: Path) -> None:
+    """update_agent and calibrate_judge list some arguments in a short form (LISTED_AS); the definitions only the
+    full form used are not listed, while the server still validates against the full schema."""
+    from server.app import create_server
+    from server.startup import _used_definitions
+    from tests.conftest import make_settings
+
+    server = create_server(make_settings(tmp_path))
+    tools = {t.name: t.input_schema for t in anyio.run(server.list_tools)}
+    unused = {name: set(schema.get("$defs", {})) - _used_definitions(schema) for name, schema in tools.items()}
+    assert {name: left for name, left in unused.items() if left} == {}
+    assert "$defs" not in tools["update_agent"] and set(tools["calibrate_judge"]["$defs"]) == {"HumanScale",
+                                                                                             "ScoreScale"}
+    assert "Criterion" in json.dumps(server.input_schema("calibrate_judge"))
