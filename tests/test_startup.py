@@ -135,7 +135,7 @@ async def started(home: Path, **env: str) -> AsyncIterator[Started]:
     home.mkdir(parents=True, exist_ok=True)
     log = home / "server.stderr"
     params = StdioServerParameters(command=sys.executable, args=["-m", "server"], cwd="/", env=server_env(
-        home, PYTHONPATH=str(REPO), PYTHONPROFILEIMPORTTIME="1", JUDGE_MCP_WARM_EMBEDDINGS="false", **env))
+        home, PYTHONPATH=str(REPO), PYTHONPROFILEIMPORTTIME="1", **{"JUDGE_MCP_WARM_EMBEDDINGS": "false", **env}))
     with log.open("w") as err:
         async with Client(stdio_client(params, errlog=err)) as client:
             yield Started(client, log)
@@ -394,3 +394,29 @@ def test_a_listed_input_schema_keeps_only_the_definitions_its_arguments_use(tmp_
     assert "$defs" not in tools["update_agent"] and set(tools["calibrate_judge"]["$defs"]) == {"HumanScale",
                                                                                              "ScoreScale"}
     assert "Criterion" in json.dumps(server.input_schema("calibrate_judge"))
+
+
+@pytest.mark.anyio
+async def test_after_the_warm_up_an_image_judges_first_call_imports_nothing(tmp_path: Path) -> None:
+    """The warm-up imports Pillow and its plugins, which the first evaluate_image of a start imported before."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    image = io.BytesIO()
+    Image.new("RGB", (8, 8), "red").save(image, "PNG")
+    async with started(tmp_path, JUDGE_MCP_WARM_EMBEDDINGS="true", JUDGE_MCP_WARM_DELAY_S="0",
+                       JUDGE_MCP_MODEL="demo", JUDGE_MCP_LOG_LEVEL="INFO") as server:
+        agent = await server.client.call_tool("create_agent", {"name": "A", "template_id": "composition"})
+        for _ in range(1200):  # up to 120 s on a busy machine
+            if "warm-up done" in server.log.read_text(errors="replace"):
+                break
+            await anyio.sleep(0.1)
+        before = server.imported()
+        judged = await server.client.call_tool("evaluate_image", {
+            "brief": "A red square", "agent_ids": [agent.structured_content["id"]],
+            "images": [base64.b64encode(image.getvalue()).decode()]})
+        after = server.imported()
+    assert "PIL.Image" in before and not judged.is_error
+    assert {m for m in after - before if m.split(".")[0] == "PIL"} == set()
