@@ -7,12 +7,18 @@ question; the background warm-up runs meanwhile), then time one cheap model-usin
 `--starts` server starts, the median first call, the median later call and their ratio, server side (the
 call's own log line) and end to end. `--latency` makes the fake model answer after that many seconds (the
 issue's figure for a later call of a real model is 0.3 s); 0 shows the server's own first-call overhead alone.
-Usage: python bench/first_call.py [--starts 7] [--after 5] [--later 5] [--latency 0.3] [--model openai|anthropic]
+`--tool` chooses the call: pairwise_compare (two texts, one order), score_text (one rubric) or evaluate_image
+(one agent, one 8x8 PNG; the agent is made by a set-up start on the same home, so each timed start is a restart).
+Usage: python bench/first_call.py [--tool pairwise_compare|score_text|evaluate_image] [--starts 7] [--after 5]
+       [--later 5] [--latency 0.3] [--model openai|anthropic]
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import io
+import json
 import os
 import re
 import statistics
@@ -28,11 +34,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fake_model_server import FakeModelServer, Scripted
 
-ARGS = {"instruction": "Say hello politely", "candidates": ["Hello, how can I help?", "hi"], "swap": False,
-        "cache": False}  # every call asks the model (the result cache would answer the repeats)
-
-
-DURATION = re.compile(r"tool=pairwise_compare .*duration_ms=(\d+)")
+# Every call asks the model (cache: false; the result cache would answer the repeats). evaluate_image's
+# agent_ids and images are filled in by the set-up start.
+ARGS: dict[str, dict[str, Any]] = {
+    "pairwise_compare": {"instruction": "Say hello politely", "candidates": ["Hello, how can I help?", "hi"],
+                         "swap": False, "cache": False},
+    "score_text": {"text": "Hello, how can I help?", "rubric": "helpfulness", "cache": False},
+    "evaluate_image": {"brief": "A red square", "cache": False},
+}
+# One reply every judge of these tools reads: the pairwise verdict, a rubric score, an image judge's verdict.
+REPLY = json.dumps({"winner": "A", "reasoning": "bench", "score": 4, "TOP_ISSUE": {
+    "problem": "none", "severity": "minor", "fix": "none"}, "whatWorked": ["colour"], "promptInstructions": [],
+    "feedback": "ok"})
 
 
 def server_env(fake: FakeModelServer, model: str, home: str) -> dict[str, str]:
@@ -47,7 +60,23 @@ def server_env(fake: FakeModelServer, model: str, home: str) -> dict[str, str]:
     return env
 
 
-async def timed_calls(env: dict[str, str], errlog: Any, after_s: float, later: int) -> list[float]:
+async def set_up(env: dict[str, str], errlog: Any, home: str) -> dict[str, Any]:
+    """The agent and the image evaluate_image judges, made by a first start on `home`."""
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from PIL import Image
+
+    image = io.BytesIO()
+    Image.new("RGB", (8, 8), "red").save(image, "PNG")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "server"], env=env, cwd="/")
+    async with Client(stdio_client(params, errlog=errlog)) as client:
+        made = await client.call_tool("create_agent", {"name": "Bench", "system_prompt": "You judge images."})
+        assert not made.is_error, made.content[0].text
+    return {"agent_ids": [made.structured_content["id"]], "images": [base64.b64encode(image.getvalue()).decode()]}
+
+
+async def timed_calls(env: dict[str, str], errlog: Any, after_s: float, later: int, tool: str,
+                      arguments: dict[str, Any]) -> list[float]:
     """End-to-end seconds of each call: the first, then the later ones."""
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
@@ -58,19 +87,22 @@ async def timed_calls(env: dict[str, str], errlog: Any, after_s: float, later: i
         times = []
         for _ in range(1 + later):
             started = time.perf_counter()
-            result = await client.call_tool("pairwise_compare", ARGS)
+            result = await client.call_tool(tool, arguments)
             times.append(time.perf_counter() - started)
             assert not result.is_error, result.content[0].text
     return times
 
 
-def one_session(fake: FakeModelServer, model: str, after_s: float, later: int) -> tuple[list[float], list[float]]:
-    """(end-to-end seconds, server-side seconds) of each call of one server start."""
-    home = tempfile.mkdtemp()
+def one_session(fake: FakeModelServer, model: str, after_s: float, later: int, tool: str,
+                home: str | None = None, arguments: dict[str, Any] | None = None) -> tuple[list[float], list[float]]:
+    """(end-to-end seconds, server-side seconds) of each call of one server start (on `home`, else a fresh one)."""
+    home = home or tempfile.mkdtemp()
     log = Path(home) / "stderr.log"
     with open(log, "w") as errlog:
-        times = anyio.run(timed_calls, server_env(fake, model, home), errlog, after_s, later)
-    return times, [int(m.group(1)) / 1000 for m in DURATION.finditer(log.read_text())]
+        times = anyio.run(timed_calls, server_env(fake, model, home), errlog, after_s, later, tool,
+                          {**ARGS[tool], **(arguments or {})})
+    duration = re.compile(rf"tool={tool} .*duration_ms=(\d+)")
+    return times, [int(m.group(1)) / 1000 for m in duration.finditer(log.read_text())]
 
 
 def main() -> None:
@@ -80,16 +112,22 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.3)
     parser.add_argument("--later", type=int, default=5)
     parser.add_argument("--model", choices=["openai", "anthropic"], default="openai")
+    parser.add_argument("--tool", choices=list(ARGS), default="pairwise_compare")
     args = parser.parse_args()
     fake = FakeModelServer().start()
-    fake.respond_with(lambda rec: Scripted(text='{"winner": "A", "reasoning": "bench"}', delay_s=args.latency))
+    fake.respond_with(lambda rec: Scripted(text=REPLY, delay_s=args.latency))
     runs = []
     try:
+        home, arguments = None, None
+        if args.tool == "evaluate_image":
+            home = tempfile.mkdtemp()
+            with open(Path(home) / "setup.log", "w") as errlog:
+                arguments = anyio.run(set_up, server_env(fake, args.model, home), errlog, home)
         for _ in range(args.starts):
-            runs.append(one_session(fake, args.model, args.after, args.later))
+            runs.append(one_session(fake, args.model, args.after, args.later, args.tool, home, arguments))
     finally:
         fake.stop()
-    print(f"first model call vs later: pairwise_compare, {args.model} SDK against the fake model server answering "
+    print(f"first model call vs later: {args.tool}, {args.model} SDK against the fake model server answering "
           f"after {args.latency:g} s, first call {args.after:g} s after initialize, median over {args.starts} starts")
     for label, index in (("server side (the call's log line)", 1), ("end to end (client included)", 0)):
         firsts = [run[index][0] for run in runs]

@@ -33,6 +33,14 @@ def import_numpy() -> None:
         import numpy  # noqa: F401
 
 
+def import_imaging() -> None:
+    """Pillow and its image-format plugins (~20-40 ms), which every image judge's first call met otherwise."""
+    with HEAVY:
+        from PIL import Image
+
+        Image.init()
+
+
 def freeze_heap() -> None:
     """The warm-up's last step: collect once, then move every object alive now (modules, models, the store)
     out of the collector's sight. Otherwise the next full collection walks the ~200k objects the heavy

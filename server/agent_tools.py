@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ResourceLink, ToolAnnotations
@@ -13,9 +13,12 @@ from judges.store.agents import TEMPLATES, Agent, RagConfig, ScoreScale
 from .context import app_of, organization_of
 from .errors import tool_errors
 from .jobs import as_result
+from .startup import LISTED_AS
 
 AgentId = Annotated[str, Field(description="The agent's id, as create_agent or list_agents return it.")]
-Weight = Annotated[float | None, Field(description="0–100.")]
+Weight = Annotated[float | None, Field(ge=0, le=100)]  # bounds in the schema: a model sees them
+# update_agent lists these as create_agent does (toolset agents lists both); the server validates them in full.
+AS_CREATED: dict[str, Any] = {LISTED_AS: {"type": "object", "description": "As in create_agent."}}
 SCALE_HELP = ("The scale the agent's prompt scores on, {min, max}; default {0, 100}. E.g. {1, 10} for an "
               "MT-Bench-style 'Rating: [[x]]' prompt. Readings outside it fail as out_of_range; inside, they are "
               "mapped to 0–100.")
@@ -102,11 +105,13 @@ def register(mcp: MCPServer) -> None:
         evaluation_categories: str | None = None,
         scoring_weight: Weight = None,
         optimization_weight: Weight = None,
-        rag_config: RagConfig | None = None,
+        rag_config: Annotated[RagConfig | None, Field(json_schema_extra=AS_CREATED)] = None,
         template_id: str | None = None,
         model: Annotated[str | None, Field(description="Model override; '' clears it.")] = None,
-        score_scale: Annotated[ScoreScale | None, Field(description=SCALE_HELP)] = None,
-        models: Annotated[list[str] | None, Field(description=JURY_HELP + " [] clears it.")] = None,
+        score_scale: Annotated[ScoreScale | None, Field(description=SCALE_HELP, json_schema_extra=AS_CREATED)] = None,
+        models: Annotated[list[str] | None, Field(description=JURY_HELP + " [] clears it.", json_schema_extra={
+            LISTED_AS: {"type": "array", "items": {"type": "string"},
+                        "description": "As in create_agent; [] clears it."}})] = None,
     ) -> Agent:
         """Change the given fields of a judge agent; fields left out keep their values."""
         changes = dict(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS, INVALID_REQUEST
+from mcp.types import INVALID_PARAMS, INVALID_REQUEST, Icon, ToolAnnotations
+from mcp.types import Prompt as MCPPrompt
+from mcp.types import Resource as MCPResource
+from mcp.types import ResourceTemplate as MCPResourceTemplate
 from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
@@ -24,13 +27,13 @@ from judges.errors import SECRETS, ConfigError, JudgeError
 from judges.inputs.caller_values import check_value, loads
 from judges.store.access import TokenStore
 
-from . import client_log, health, resources
+from . import client_log, health, resources, sdk
 from .context import AppContext, analysis_categories, open_app, organization_of
 from .errors import arguments_error, failure_of, log_call, tool_error, unknown_argument
 from .options import instructions
 from .roles import TOOL_ROLES, may_list, require_role, require_toolset
 from .settings import Settings
-from .startup import LazyPrompts, LazyResources, LazyTools, Listing, ListingCache, listed_input
+from .startup import Listing, ListingCache, Registrations, ToolCatalog, lean_schema, listed_input
 from .views import apps as views_apps
 from .views import pages as views_pages
 
@@ -48,82 +51,70 @@ TOOL_MODULES = ("agent_tools", "guideline_tools", "image_tools", "compare_tools"
                 "analysis_tools", "text_tools", "calibration_tools", "usage_tools", "jobs")
 
 
-@contextmanager
-def _sdk_logging_skipped() -> Iterator[None]:
-    import mcp.server.mcpserver.server as sdk_server
-
-    original = sdk_server.configure_logging
-    sdk_server.configure_logging = lambda *args, **kwargs: None
-    try:
-        yield
-    finally:
-        sdk_server.configure_logging = original
-
-
 class JudgeServer(MCPServer[AppContext]):
     """MCPServer whose argument-validation errors read as sentences (which argument, what was wrong, an
-    example) instead of pydantic's dump with internal class names; whose tools are built on first use; whose
-    tools/list is answered from the data home's cache when this code version wrote one, and then whose tool
-    modules are imported on first use too (server/startup.py)."""
+    example) instead of pydantic's dump with internal class names; whose tools are declared through the
+    public `add_tool` and built on first use (server/startup.py ToolCatalog); whose tools/list is answered from
+    the data home's cache when this code version wrote one, and then whose tool modules are imported on first
+    use too; and whose resources and prompts are registered when first listed or read. Only public SDK APIs;
+    the one seam that is not lives in server/sdk.py."""
 
     def __init__(self, *args: Any, listing_cache: ListingCache | None = None, **kwargs: Any):
-        if logging.getLogger().handlers:
-            # Our logging is configured (server/cli.py): the SDK's configure_logging would only import rich
-            # (~60-120 ms of the start) for a handler that basicConfig then ignores.
-            with _sdk_logging_skipped():
-                super().__init__(*args, **kwargs)
-        else:
+        # Our logging configured (server/cli.py): the SDK's own would only import rich (~60-120 ms of the start).
+        with sdk.logging_left_alone(bool(logging.getLogger().handlers)):
             super().__init__(*args, **kwargs)
-        self._tool_manager = LazyTools(self.settings.warn_on_duplicate_tools)
-        self._resource_manager = LazyResources(self.settings.warn_on_duplicate_resources)
-        self._prompt_manager = LazyPrompts(self.settings.warn_on_duplicate_prompts)
+        self.catalog = ToolCatalog(self.settings.warn_on_duplicate_tools)
+        self.resource_registrations = Registrations()
+        self.prompt_registrations = Registrations()
         self.listing_cache = listing_cache
         # This code's tools/list answer: from the cache (create_server reads it), else once answered from the code.
         self.listing: Listing | None = None
+        self._schemas: dict[str, dict[str, Any]] = {}  # each built tool's input schema, as the SDK validates it
 
-    @property
-    def lazy_tools(self) -> LazyTools:
-        manager = self._tool_manager
-        assert isinstance(manager, LazyTools)
-        return manager
+    toolsets: list[str] | None = None  # JUDGE_MCP_TOOLSETS, set by create_server; None: all
+
+    def add_tool(self, fn: Callable[..., Any], name: str | None = None, title: str | None = None,
+                 description: str | None = None, annotations: ToolAnnotations | None = None,
+                 icons: list[Icon] | None = None, meta: dict[str, Any] | None = None,
+                 structured_output: bool | None = None) -> None:
+        """Declare a tool (what `@mcp.tool()` calls): built on its first use, not at start."""
+        self.catalog.add_tool(fn, name=name, title=title, description=description, annotations=annotations,
+                              icons=icons, meta=meta, structured_output=structured_output)
+
+    def remove_tool(self, name: str) -> None:
+        self.catalog.remove_tool(name)
+        self.listing = None
 
     async def list_tools(self) -> list[MCPTool]:
         """The tools this caller may call: those of the enabled toolsets (JUDGE_MCP_TOOLSETS) its role allows."""
         return [t for t in await self._all_tools() if may_list(t.name, self.toolsets)]
 
-    toolsets: list[str] | None = None  # JUDGE_MCP_TOOLSETS, set by create_server; None: all
-
     async def _all_tools(self) -> list[MCPTool]:
-        manager = self.lazy_tools
+        catalog = self.catalog
         listing = self.listing
-        if manager.stale and listing is not None:
+        if catalog.stale and listing is not None:
             self.listing = listing = None
             if self.listing_cache is not None:
                 self.listing_cache.drop()
-        if listing is not None and [t.name for t in listing.tools] == manager.names:
+        if listing is not None and [t.name for t in listing.tools] == catalog.names:
             return listing.tools
-        tools = [t.model_copy(update={"input_schema": listed_input(t.input_schema)}) for t in await super().list_tools()]
-        manager.stale = False
-        modules = manager.modules()
+        built = await anyio.to_thread.run_sync(catalog.list_tools)  # imports and pydantic work: off the loop
+        tools = [MCPTool(name=t.name, title=t.title, description=t.description,
+                         input_schema=listed_input(t.parameters),
+                         output_schema=None if t.output_schema is None else lean_schema(t.output_schema),
+                         annotations=t.annotations, icons=t.icons, _meta=t.meta) for t in built]
+        catalog.stale = False
+        modules = catalog.modules()
         if modules is not None:  # every tool from a tool module (a test may add its own): cacheable
             self.listing = Listing(tools, modules)
             if self.listing_cache is not None:
                 self.listing_cache.save(tools, modules)
         return tools
 
-    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
-        # Over streamable HTTP, asked on the event loop before a call (Mcp-Param headers): a tool not loaded yet
-        # answers from the cached listing rather than importing its module there.
-        if not self.lazy_tools.ready(name) and self.listing is not None:
-            for tool in self.listing.tools:
-                if tool.name == name:
-                    return tool.input_schema
-        return super()._tool_input_schema(name)
-
     def load_tool_modules_later(self, delay_s: float) -> threading.Timer | None:
         """Import the tool modules not loaded yet, and build the tools, in the background after `delay_s` (after
         the host's handshake, as the warm-up), so that a first call finds its tool ready."""
-        if not self.lazy_tools.unloaded and all(self.lazy_tools.ready(n) for n in self.lazy_tools.names):
+        if not self.catalog.unloaded and all(self.catalog.ready(n) for n in self.catalog.names):
             return None
         timer = threading.Timer(delay_s, self._load_tool_modules)
         timer.daemon = True
@@ -134,27 +125,67 @@ class JudgeServer(MCPServer[AppContext]):
         try:
             # Imported and built (~0.1-0.2 s of pydantic work, in this background thread): a tool's first call
             # after a start then costs what a later one does (issue 29: the first search after a restart).
-            self.lazy_tools.list_tools()
+            self.catalog.list_tools()
         except Exception:  # met again, and reported, by the first call of that module's tools
             log.exception("loading the tool modules failed")
 
     app: AppContext | None = None  # set by the lifespan: the token store and rate limiter read its database
 
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """The input schema `name`'s arguments are validated against; None when there is no such tool."""
+        schema = self._schemas.get(name)
+        if schema is None:
+            tool = self.catalog.get_tool(name)
+            if tool is None:
+                return None
+            schema = self._schemas[name] = tool.parameters
+        return schema
+
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[AppContext, Any] | None = None) -> Any:
-        if not self.lazy_tools.ready(name):
+        if not self.catalog.ready(name):
             # The tool's module imported and the tool built in a worker thread: the event loop keeps serving.
-            await anyio.to_thread.run_sync(self.lazy_tools.get_tool, name)
+            await anyio.to_thread.run_sync(self.catalog.get_tool, name)
+        tool = self.catalog.get_tool(name)
+        if tool is None:
+            raise ToolError(f"Unknown tool: {name}")
         await self.admit(name, context, arguments)
+        if context is None:
+            context = Context(mcp_server=self)
         try:
-            return await super().call_tool(name, arguments, context)
+            return await tool.run(arguments, context, convert_result=True)
         except ToolError as exc:
-            tool = self._tool_manager.get_tool(name)
-            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError) or tool is None:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
                 raise
             raise ToolError(f"Error executing tool {name}: {arguments_error(tool.parameters, exc.__cause__)}") \
                 from exc.__cause__
 
+    async def list_resources(self) -> list[MCPResource]:
+        await self._registered(self.resource_registrations)
+        return await super().list_resources()
+
+    async def list_resource_templates(self) -> list[MCPResourceTemplate]:
+        await self._registered(self.resource_registrations)
+        return await super().list_resource_templates()
+
+    async def read_resource(self, uri: Any, context: Context[AppContext, Any] | None = None) -> Any:
+        await self._registered(self.resource_registrations)
+        return await super().read_resource(uri, context)
+
+    async def list_prompts(self) -> list[MCPPrompt]:
+        await self._registered(self.prompt_registrations)
+        return await super().list_prompts()
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None,
+                         context: Context[AppContext, Any] | None = None) -> Any:
+        await self._registered(self.prompt_registrations)
+        return await super().get_prompt(name, arguments, context)
+
+    @staticmethod
+    async def _registered(registrations: Registrations) -> None:
+        """The deferred registrations run (in a worker thread: templates are built then), once."""
+        if registrations.pending:
+            await anyio.to_thread.run_sync(registrations.run)
 
     async def admit(self, name: str, context: Context[AppContext, Any] | None,
                     arguments: dict[str, Any] | None = None) -> None:
@@ -162,14 +193,14 @@ class JudgeServer(MCPServer[AppContext]):
         server's toolsets; its arguments hold no NUL byte and no JSON nested deeper than MAX_DEPTH (every tool, so
         no caller text reaches a store or a recursion unchecked) and no name the tool does not declare; and its
         organization is within its calls per minute (JUDGE_MCP_RATE_LIMIT_PER_MINUTE, counted in the database)."""
-        tool = self._tool_manager.get_tool(name)
-        if tool is None:
-            return  # the SDK says "unknown tool"
+        schema = self.input_schema(name)
+        if schema is None:
+            return  # "unknown tool"
         try:
             require_role(name)
             require_toolset(name, self.toolsets)
             await check_arguments(arguments or {})
-            if unknown := unknown_argument(tool.parameters, arguments or {}):
+            if unknown := unknown_argument(schema, arguments or {}):
                 log_call(name, (), {}, 0.0, "invalid_input", None)
                 raise ToolError(f"Error executing tool {name}: {unknown}")  # a misspelt option is never ignored
             app = self.app
@@ -290,7 +321,7 @@ def _register_tools(mcp: JudgeServer, name: str, settings: Settings) -> None:
 
 
 def create_server(settings: Settings, *, http_auth: bool = False, base_url: str | None = None,
-                  client_roots: bool = True, roots_owner: str | None = None) -> MCPServer[AppContext]:
+                  client_roots: bool = True, roots_owner: str | None = None) -> JudgeServer:
     """The judge-mcp server; with http_auth, bearer tokens from settings decide the organization.
     client_roots: without JUDGE_MCP_ALLOWED_ROOTS, paths may lie in the client's MCP roots (stdio only:
     an HTTP client's roots name its own machine, not this one). roots_owner: with http_auth, the one
@@ -358,16 +389,14 @@ def create_server(settings: Settings, *, http_auth: bool = False, base_url: str 
         listed = listing.modules.get(name) if listing is not None else None
         if name == "code_tools" and settings.gate_sandbox == "bwrap":
             listed = None  # loaded now: its registration stops a server whose required gate sandbox is missing
-        mcp.lazy_tools.add_module(name, functools.partial(_register_tools, mcp, name, settings), listed)
-    resource_manager, prompt_manager = mcp._resource_manager, mcp._prompt_manager
-    assert isinstance(resource_manager, LazyResources) and isinstance(prompt_manager, LazyPrompts)
-    resource_manager.registrations.later(functools.partial(resources.register, mcp))  # on first use
-    resource_manager.registrations.later(functools.partial(views_apps.register, mcp))
+        mcp.catalog.add_module(name, functools.partial(_register_tools, mcp, name, settings), listed)
+    mcp.resource_registrations.later(functools.partial(resources.register, mcp))  # on first use
+    mcp.resource_registrations.later(functools.partial(views_apps.register, mcp))
     mcp.middleware.append(RequestMiddleware(mcp))
     client_log.register(mcp)
     health.register(mcp)
     views_pages.register(mcp)  # /ui/ on the HTTP transports
-    prompt_manager.registrations.later(functools.partial(_add_prompts, mcp))
+    mcp.prompt_registrations.later(functools.partial(_add_prompts, mcp))
     return mcp
 
 

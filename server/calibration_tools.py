@@ -25,6 +25,7 @@ from judges.text.scoring import BUILTIN_RUBRICS, Criterion, resolve_criteria
 from .context import ClientRoots, UseCache, app_of, image_policy, organization_of, roots_for
 from .errors import tool_errors
 from .jobs import or_job, run_or_background, uses_sampling
+from .startup import LISTED_AS
 
 MAX_DATASET_BYTES = 20 * 1024 * 1024
 
@@ -73,7 +74,10 @@ def register(mcp: MCPServer[Any]) -> None:
         prompt_version: str | None = None,
         rubric: Annotated[str | list[str] | None, Field(description=(
             f"score_text: built-in rubric(s) {', '.join(BUILTIN_RUBRICS)}; or criteria."))] = None,
-        criteria: Annotated[list[Criterion] | None, Field(description="score_text: custom criteria.")] = None,
+        criteria: Annotated[list[Criterion] | None, Field(description="score_text: custom criteria.", json_schema_extra={
+            LISTED_AS: {"type": "array", "items": {"type": "object"}, "description": (
+                "score_text: custom criteria, as score_text takes them: [{name, description, weight=1, "
+                "scale={min: 1, max: 5}}].")}})] = None,
         method: Annotated[Literal["direct", "g_eval"], Field(description="score_text's method.")] = "direct",
         candidate_type: Literal["auto", "image", "text"] = "auto",
         score_scale: Annotated[ScoreScale | None, Field(description="viescore: the prompt's scale, default "

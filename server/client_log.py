@@ -16,6 +16,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import EmptyResult, SetLevelRequestParams
 
+from . import sdk
+
 log = logging.getLogger("judge_mcp")
 LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
@@ -24,7 +26,7 @@ _levels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 def _connection(session: Any) -> Any:
     """The connection a session belongs to: a level set once holds for every later request on it."""
-    return getattr(session, "_connection", session)
+    return sdk.connection_of(session)
 
 
 async def set_level(ctx: Any, params: SetLevelRequestParams) -> EmptyResult:
@@ -34,7 +36,7 @@ async def set_level(ctx: Any, params: SetLevelRequestParams) -> EmptyResult:
 
 
 def register(mcp: MCPServer[Any]) -> None:
-    mcp._lowlevel_server.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
+    sdk.lowlevel(mcp).add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
 
 
 def _modern(ctx: Any) -> bool:

@@ -35,7 +35,7 @@ from judges.store.leases import Leases
 from judges.store.metering import Metering
 from judges.store.results import ResultCache
 from judges.store.usage import UsageLedger
-from rag.warmup import Warmup, freeze_heap, import_numpy
+from rag.warmup import Warmup, freeze_heap, import_imaging, import_numpy
 
 from .jobs import JobRunner
 from .options import SHARED_OPTIONS
@@ -178,6 +178,7 @@ def build_guidelines(settings: Settings, db: Database, agents: AgentStore,
         # Started early: the worker's own imports (~1-2 s of CPU) overlap the model load, not the first search.
         ("parse worker", guidelines.parser.warm),
         ("numpy", import_numpy),
+        ("imaging", import_imaging),
         *([("embedding model", load)] if load is not None else []),
         ("guideline store", guidelines.prepare),
         ("prompt templates", prompts.compile_all),

@@ -208,6 +208,9 @@ def _what(error: Any, node: dict[str, Any] | None, schema: dict[str, Any]) -> st
     kind = error["type"]
     if kind == "missing":
         return "is required"
+    bounded = [o for o in _options(schema, node) if "minimum" in o and "maximum" in o] if node is not None else []
+    if kind in ("greater_than_equal", "less_than_equal") and bounded:  # the range says what a valid value is
+        return f"must be between {bounded[0]['minimum']:g} and {bounded[0]['maximum']:g}"
     if kind in ("literal_error", "enum"):
         return f"must be one of {error.get('ctx', {}).get('expected', '')}"
     if kind.endswith(("_type", "_parsing")) and node is not None:
@@ -232,8 +235,10 @@ def arguments_error(schema: dict[str, Any], exc: Any) -> str:
         seen.setdefault(where or "the arguments", [error, node if loc else None, loc])
     for where, (error, node, loc) in list(seen.items())[:2]:
         got = "" if error["type"] == "missing" else f" (got {json.dumps(error.get('input'), default=str)[:60]})"
-        example = _example(schema, node, str(next((p for p in reversed(loc) if isinstance(p, str)), "")))
-        sentences.append(f"{where} {_what(error, node, schema)}{got}" + (f", e.g. {example}" if example else "") + ".")
+        what = _what(error, node, schema)
+        example = "" if what.startswith("must be between") else \
+            _example(schema, node, str(next((p for p in reversed(loc) if isinstance(p, str)), "")))
+        sentences.append(f"{where} {what}{got}" + (f", e.g. {example}" if example else "") + ".")
     return "invalid input: " + " ".join(sentences)
 
 

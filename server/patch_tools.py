@@ -24,6 +24,7 @@ from judges.patches.ops import (
 
 from .context import ClientRoots, app_of, roots_for
 from .errors import tool_errors
+from .startup import LISTED_AS
 
 PatchArg = Annotated[
     dict[str, Any] | str,
@@ -32,6 +33,9 @@ PatchArg = Annotated[
         "or a unified diff; detected unless `format` says which.")}]}),
     Field(description='{"ops": [...]} with add/remove/edit/splice ops, or SEARCH/REPLACE blocks, or a unified diff.'),
 ]
+# apply_patch's patch is listed short: validate_patch, always listed beside it (toolset patches), shows it whole.
+ApplyPatchArg = Annotated[PatchArg, Field(json_schema_extra={LISTED_AS: {
+    "type": ["object", "string"], "description": "The patch, in any form validate_patch's patch takes."}})]
 FormatArg = Annotated[PatchFormat, Field(description="auto (detect), ops, search_replace or unified_diff.")]
 PathArg = Annotated[str | None, Field(description="File for SEARCH/REPLACE blocks that name none.")]
 ReadOnlyArg = Annotated[bool, Field(description="Also change files without write permission (kept read-only).")]
@@ -81,7 +85,7 @@ def register(mcp: MCPServer) -> None:
     @tool_errors
     async def apply_patch_tool(
         ctx: Context,
-        patch: PatchArg,
+        patch: ApplyPatchArg,
         root: Annotated[str, Field(description="Project directory, inside the allowed roots.")],
         dry_run: Annotated[bool, Field(description="Compute and return the diff, write nothing.")] = False,
         max_ops: MaxOpsArg = None,

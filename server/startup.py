@@ -32,13 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp.server.mcpserver.prompts.base import Prompt
-from mcp.server.mcpserver.prompts.manager import PromptManager
-from mcp.server.mcpserver.resources.base import Resource
-from mcp.server.mcpserver.resources.resource_manager import ResourceManager
-from mcp.server.mcpserver.resources.templates import ResourceTemplate
-from mcp.server.mcpserver.tools.base import Tool
-from mcp.server.mcpserver.tools.tool_manager import ToolManager
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import Tool as MCPTool
 
 from .views.apps import tool_meta
@@ -62,12 +56,15 @@ def listing_key(root: Path | None = None) -> str:
     return digest.hexdigest()[:24]
 
 
-class LazyTools(ToolManager):
-    """A ToolManager whose tools are built on first use (a call, or a tools/list with no cached answer), and
-    whose tool modules, when a cached listing names their tools, are imported on first use too."""
+class ToolCatalog:
+    """Every tool of the server: declared by its module (through `MCPServer.add_tool`, which JudgeServer
+    records here), built (the SDK's public `Tool.from_function`) on first use (a call, or a tools/list with no
+    cached answer); and the tool modules, when a cached listing names their tools, imported on first use too.
+    Not an SDK manager: JudgeServer lists and calls the tools it holds through the public `Tool` API."""
 
     def __init__(self, warn_on_duplicate_tools: bool = True) -> None:
-        super().__init__(warn_on_duplicate_tools)
+        self.warn_on_duplicate_tools = warn_on_duplicate_tools
+        self._tools: dict[str, Tool] = {}
         self._recipes: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
         self.names: list[str] = []  # in registration order, built or not (and, from a cached listing, loaded or not)
         self.module_of: dict[str, str | None] = {}  # tool name → the module that registers it
@@ -93,21 +90,34 @@ class LazyTools(ToolManager):
                 self._promised.add(name)
                 self.names.append(name)
 
-    def add_tool(self, fn: Callable[..., Any], name: str | None = None, **kwargs: Any) -> Tool:  # type: ignore[override]
+    def add_tool(self, fn: Callable[..., Any], name: str | None = None, **kwargs: Any) -> None:
+        """Declare a tool (`Tool.from_function`'s arguments): built on first use."""
         key = name or fn.__name__
         if key in self._promised and self.module_of.get(key) == self._loading:
             self._promised.discard(key)  # the slot a cached listing kept for it
         elif key in self.names:  # as the SDK's ToolManager: the first registration stays
             if self.warn_on_duplicate_tools:
                 log.warning("Tool already exists: %s", key)
-            return None  # type: ignore[return-value]
+            return
         else:
             self.names.append(key)
             self.module_of[key] = self._loading
             if self._loading in self._from_listing:
                 self.stale = True  # a tool the cached listing does not have
         self._recipes[key] = (fn, {"name": name, **kwargs, "meta": tool_meta(key, kwargs.get("meta"))})
-        return None  # type: ignore[return-value]  # nothing here uses the returned Tool
+
+    def remove_tool(self, name: str) -> None:
+        """Forget a tool (as `MCPServer.remove_tool`: ToolError when there is none)."""
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        self.get_tool(name)
+        with self._build_lock:
+            if name not in self.names:
+                raise ToolError(f"Unknown tool: {name}")
+            self.names.remove(name)
+            self._tools.pop(name, None)
+            self._recipes.pop(name, None)
+            self.module_of.pop(name, None)
 
     def load_module(self, module: str) -> None:
         """Import `module` and register its tools, once (the other threads wait for it meanwhile)."""
@@ -166,21 +176,20 @@ class LazyTools(ToolManager):
             recipe = self._recipes.get(name)
             if recipe is not None:
                 fn, kwargs = recipe
-                tool = Tool.from_function(fn, **kwargs)
-                if tool.fn_metadata.output_schema is not None:
-                    tool.fn_metadata.output_schema = lean_schema(tool.fn_metadata.output_schema)
-                self._tools[tool.name] = tool
+                self._tools[name] = Tool.from_function(fn, **kwargs)
                 del self._recipes[name]
 
     def get_tool(self, name: str) -> Tool | None:
+        """The tool, its module imported and the tool built first if need be; None when there is no such tool."""
         module = self.module_of.get(name)
         if name in self._promised and module is not None:
             self.load_module(module)  # or wait while another thread loads it
         if name in self._recipes or name not in self._tools:
             self._build(name)  # or wait while another thread (the background build) builds it
-        return super().get_tool(name)
+        return self._tools.get(name)
 
     def list_tools(self) -> list[Tool]:
+        """Every tool, in registration order, each module imported and each tool built."""
         self.load_all()
         for name in list(self._recipes):
             self._build(name)
@@ -200,27 +209,80 @@ def lean_schema(schema: Any) -> Any:
     return _type_lists(_inlined(schema))
 
 
+# A field's short form in the listing, declared beside the field (Field(json_schema_extra={LISTED_AS: {...}})):
+# for an argument another tool of the same toolset lists in full (apply_patch's patch, as validate_patch's).
+# The server still validates against the full schema.
+LISTED_AS = "x-listed-as"
+
+
 def listed_input(schema: dict[str, Any]) -> dict[str, Any]:
     """A tool's input schema as tools/list shows it (a host puts it into its model's context): no automatic
-    titles; an optional argument whose default is null shown as its value's type alone (leaving it out is
-    how a caller says null; the server still accepts an explicit null); and the options many tools share
+    titles; an optional argument whose default is null shown as its value's types alone (leaving it out is
+    how a caller says null; the server still accepts an explicit null); plain-type alternatives as one type
+    list; no `additionalProperties: true` (JSON Schema's default); a field declared with a short form
+    (LISTED_AS) in that form; and the options many tools share
     (server/options.py) without their description, which the server's instructions give once."""
     from .options import LISTED, SHARED_OPTIONS
 
-    schema = untitled(schema)
+    schema = _type_lists(_without_default_additional(untitled(schema)))
     required = set(schema.get("required", []))
     properties = {}
     for name, node in schema.get("properties", {}).items():
         options = node.get("anyOf") if isinstance(node, dict) else None
         if name not in required and node.get("default", 0) is None and isinstance(options, list) and \
-                len(options) == 2 and {"type": "null"} in options:
-            (value,) = [o for o in options if o != {"type": "null"}]
-            node = {**value, **{k: v for k, v in node.items() if k not in ("anyOf", "default")}}
+                {"type": "null"} in options:
+            values = [o for o in options if o != {"type": "null"}]
+            rest = {k: v for k, v in node.items() if k not in ("anyOf", "default")}
+            node = {**values[0], **rest} if len(values) == 1 else {"anyOf": values, **rest}
+        elif name not in required and node.get("default", 0) is None and isinstance(node.get("type"), list) and \
+                "null" in node["type"]:
+            kinds = [k for k in node["type"] if k != "null"]
+            node = {k: v for k, v in node.items() if k != "default"} | {"type": kinds[0] if len(kinds) == 1 else kinds}
+        if isinstance(node, dict) and isinstance(node.get(LISTED_AS), dict):
+            node = node[LISTED_AS]
         if name in SHARED_OPTIONS and node.get("description") == SHARED_OPTIONS[name]:
             node = {k: v for k, v in node.items() if k != "description"} | (
                 {"description": LISTED[name]} if name in LISTED else {})
         properties[name] = node
-    return {**schema, "properties": properties} if "properties" in schema else schema
+    if "properties" not in schema:
+        return schema
+    listed = {**schema, "properties": properties}
+    if isinstance(schema.get("$defs"), dict):  # the definitions only a short form's full schema used: gone
+        used = _used_definitions(listed)
+        listed["$defs"] = {k: v for k, v in schema["$defs"].items() if k in used}
+        if not listed["$defs"]:
+            del listed["$defs"]
+    return listed
+
+
+def _used_definitions(schema: dict[str, Any]) -> set[str]:
+    """The `$defs` names reachable from the schema's properties."""
+    defs = schema.get("$defs", {})
+    used: set[str] = set()
+    todo: list[Any] = [schema.get("properties", {})]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo.extend(node)
+        elif isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                name = ref.removeprefix("#/$defs/")
+                if name not in used and name in defs:
+                    used.add(name)
+                    todo.append(defs[name])
+            todo.extend(v for k, v in node.items() if k not in ("default", "examples", "const", "enum"))
+    return used
+
+
+def _without_default_additional(node: Any) -> Any:
+    """`node` without `additionalProperties: true`, which says what JSON Schema does anyway."""
+    if isinstance(node, list):
+        return [_without_default_additional(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    return {k: (v if k in ("default", "examples", "const", "enum") else _without_default_additional(v))
+            for k, v in node.items() if not (k == "additionalProperties" and v is True)}
 
 
 def untitled(schema: Any) -> Any:
@@ -314,7 +376,7 @@ def _type_lists(node: Any) -> Any:
 
 
 class Registrations:
-    """Registrations (functions adding resources or prompts) run when their manager is first used, not at start."""
+    """Registrations (functions adding resources or prompts) run when resources or prompts are first used, not at start."""
 
     def __init__(self) -> None:
         self._pending: list[Callable[[], None]] = []
@@ -323,66 +385,15 @@ class Registrations:
     def later(self, register: Callable[[], None]) -> None:
         self._pending.append(register)
 
+    @property
+    def pending(self) -> bool:
+        return bool(self._pending)
+
     def run(self) -> None:
         with self._lock:
             while self._pending:
                 self._pending[0]()
                 del self._pending[0]  # once it has run: one that failed fails again at the next use
-
-
-class LazyResources(ResourceManager):
-    """A ResourceManager whose resources are registered, and whose templates (an argument model and a validated
-    function each, ~5 ms apiece) built, when resources are first listed or read, not at start."""
-
-    def __init__(self, warn_on_duplicate_resources: bool = True) -> None:
-        super().__init__(warn_on_duplicate_resources)
-        self.registrations = Registrations()
-        self._recipes: list[tuple[Callable[..., Any], str, dict[str, Any]]] = []
-        self._build_lock = threading.Lock()
-
-    def add_template(self, fn: Callable[..., Any], uri_template: str,  # type: ignore[override]
-                     **kwargs: Any) -> ResourceTemplate:
-        self._recipes.append((fn, uri_template, kwargs))
-        return None  # type: ignore[return-value]  # nothing here uses the returned template
-
-    def _build(self) -> None:
-        self.registrations.run()
-        with self._build_lock:
-            recipes, self._recipes = self._recipes, []
-            for fn, uri_template, kwargs in recipes:
-                super().add_template(fn, uri_template, **kwargs)
-
-    async def get_resource(self, uri: Any, context: Any) -> Any:
-        self._build()
-        return await super().get_resource(uri, context)
-
-    def list_resources(self) -> list[Resource]:
-        self._build()
-        return super().list_resources()
-
-    def list_templates(self) -> list[ResourceTemplate]:
-        self._build()
-        return super().list_templates()
-
-
-class LazyPrompts(PromptManager):
-    """A PromptManager whose prompts are registered when prompts are first listed or got, not at start."""
-
-    def __init__(self, warn_on_duplicate_prompts: bool = True) -> None:
-        super().__init__(warn_on_duplicate_prompts)
-        self.registrations = Registrations()
-
-    def get_prompt(self, name: str) -> Prompt | None:
-        self.registrations.run()
-        return super().get_prompt(name)
-
-    def list_prompts(self) -> list[Prompt]:
-        self.registrations.run()
-        return super().list_prompts()
-
-    def remove_prompt(self, name: str) -> None:
-        self.registrations.run()
-        super().remove_prompt(name)
 
 
 @dataclass

@@ -149,7 +149,9 @@ async def serve_stdio(server: Any) -> None:
     from mcp.server.stdio import stdio_server
     from mcp.shared.message import SessionMessage
 
-    lowlevel = server._lowlevel_server  # MCPServer.run_stdio_async does the same, minus the answers
+    from .sdk import lowlevel as lowlevel_of
+
+    lowlevel = lowlevel_of(server)  # MCPServer.run_stdio_async does the same, minus the answers
     async with _pipe_stdio() as pipes, stdio_server(*(pipes or ())) as (read_stream, write_stream):
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 

@@ -21,7 +21,7 @@ MISTAKES: list[tuple[str, dict[str, Any], str]] = [
     ("validate_patch", {"patch": {"ops": []}, "root": "/etc"},
      "invalid input: root '/etc' is outside the allowed roots ({home}); set JUDGE_MCP_ALLOWED_ROOTS to allow it"),
     ("create_agent", {"name": "Judge", "system_prompt": "Score it.", "scoring_weight": 150},
-     "invalid input: scoring_weight must be between 0 and 100 (got 150)"),
+     "invalid input: scoring_weight must be between 0 and 100 (got 150)."),
     ("pairwise_compare", {"instruction": "Make the sky blue", "candidates": []},
      'invalid input: method pairwise compares exactly two candidates (got 0), e.g. ["/home/me/project/a.png", '
      '"/home/me/project/b.png"]; method viescore scores one or two'),

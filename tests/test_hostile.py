@@ -554,7 +554,7 @@ def test_every_tool_maps_its_errors_through_the_one_wrapper(settings: Any) -> No
     from server.app import create_server
     from server.errors import WRAPPED
 
-    tools = create_server(settings)._tool_manager.list_tools()
+    tools = create_server(settings).catalog.list_tools()
     assert len(tools) >= 18
     assert [t.name for t in tools if not getattr(t.fn, WRAPPED, False)] == []
 

@@ -155,7 +155,7 @@ def test_every_tool_has_one_role_in_the_table(tmp_path: Path) -> None:
     from server.app import create_server
     from tests.conftest import make_settings
 
-    tools = {t.name for t in create_server(make_settings(tmp_path))._tool_manager.list_tools()}
+    tools = {t.name for t in create_server(make_settings(tmp_path)).catalog.list_tools()}
     assert tools == set(TOOL_ROLES)
 
 

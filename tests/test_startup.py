@@ -89,9 +89,9 @@ def test_the_listing_key_changes_with_any_source_file(tmp_path: Path) -> None:
 
 
 def test_a_tool_registered_twice_is_listed_once_with_its_first_function() -> None:
-    from server.startup import LazyTools
+    from server.startup import ToolCatalog
 
-    tools = LazyTools(warn_on_duplicate_tools=False)
+    tools = ToolCatalog(warn_on_duplicate_tools=False)
 
     def first() -> str:
         """The first."""
@@ -135,7 +135,7 @@ async def started(home: Path, **env: str) -> AsyncIterator[Started]:
     home.mkdir(parents=True, exist_ok=True)
     log = home / "server.stderr"
     params = StdioServerParameters(command=sys.executable, args=["-m", "server"], cwd="/", env=server_env(
-        home, PYTHONPATH=str(REPO), PYTHONPROFILEIMPORTTIME="1", JUDGE_MCP_WARM_EMBEDDINGS="false", **env))
+        home, PYTHONPATH=str(REPO), PYTHONPROFILEIMPORTTIME="1", **{"JUDGE_MCP_WARM_EMBEDDINGS": "false", **env}))
     with log.open("w") as err:
         async with Client(stdio_client(params, errlog=err)) as client:
             yield Started(client, log)
@@ -224,9 +224,9 @@ def test_a_cached_start_still_refuses_to_start_when_the_required_gate_sandbox_is
 
 
 def test_a_module_listed_from_the_cache_is_registered_by_the_first_use_of_one_of_its_tools() -> None:
-    from server.startup import LazyTools
+    from server.startup import ToolCatalog
 
-    tools = LazyTools()
+    tools = ToolCatalog()
     registered: list[str] = []
 
     def register() -> None:
@@ -243,27 +243,12 @@ def test_a_module_listed_from_the_cache_is_registered_by_the_first_use_of_one_of
 
 
 def test_a_listed_tool_its_module_does_not_register_is_dropped_and_the_listing_marked_stale() -> None:
-    from server.startup import LazyTools
+    from server.startup import ToolCatalog
 
-    tools = LazyTools()
+    tools = ToolCatalog()
     tools.add_module("pings", lambda: tools.add_tool(lambda: "pong", name="ping"), ["ping", "gone"])
     assert tools.get_tool("gone") is None
     assert tools.stale and tools.names == ["ping"] and [t.name for t in tools.list_tools()] == ["ping"]
-
-
-def test_a_tool_not_loaded_yet_has_its_input_schema_from_the_cached_listing(tmp_path: Path) -> None:
-    from server.app import create_server
-    from tests.conftest import make_settings
-
-    settings = make_settings(tmp_path)
-    anyio.run(create_server(settings).list_tools)  # writes the listing
-    server = create_server(settings)
-    assert not server.lazy_tools.ready("score_text")
-    schema = server._tool_input_schema("score_text")
-    tool = server.lazy_tools.get_tool("score_text")
-    from server.startup import listed_input
-
-    assert tool is not None and schema == listed_input(tool.parameters) and schema["required"] == ["text"]
 
 
 def test_importing_the_cli_leaves_the_collector_on_with_what_it_imported_frozen() -> None:
@@ -374,9 +359,9 @@ def test_a_tool_called_while_the_background_build_builds_it_is_found(monkeypatch
 
     from mcp.server.mcpserver.tools.base import Tool
 
-    from server.startup import LazyTools
+    from server.startup import ToolCatalog
 
-    tools = LazyTools()
+    tools = ToolCatalog()
     tools.add_tool(lambda: "pong", name="ping")
     real = Tool.from_function
     building = threading.Event()
@@ -393,3 +378,45 @@ def test_a_tool_called_while_the_background_build_builds_it_is_found(monkeypatch
     found = tools.get_tool("ping")
     background.join(10)
     assert found is not None and found.name == "ping"
+
+
+def test_a_listed_input_schema_keeps_only_the_definitions_its_arguments_use(tmp_path: Path) -> None:
+    """update_agent and calibrate_judge list some arguments in a short form (LISTED_AS); the definitions only the
+    full form used are not listed, while the server still validates against the full schema."""
+    from server.app import create_server
+    from server.startup import _used_definitions
+    from tests.conftest import make_settings
+
+    server = create_server(make_settings(tmp_path))
+    tools = {t.name: t.input_schema for t in anyio.run(server.list_tools)}
+    unused = {name: set(schema.get("$defs", {})) - _used_definitions(schema) for name, schema in tools.items()}
+    assert {name: left for name, left in unused.items() if left} == {}
+    assert "$defs" not in tools["update_agent"] and set(tools["calibrate_judge"]["$defs"]) == {"HumanScale",
+                                                                                             "ScoreScale"}
+    assert "Criterion" in json.dumps(server.input_schema("calibrate_judge"))
+
+
+@pytest.mark.anyio
+async def test_after_the_warm_up_an_image_judges_first_call_imports_nothing(tmp_path: Path) -> None:
+    """The warm-up imports Pillow and its plugins, which the first evaluate_image of a start imported before."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    image = io.BytesIO()
+    Image.new("RGB", (8, 8), "red").save(image, "PNG")
+    async with started(tmp_path, JUDGE_MCP_WARM_EMBEDDINGS="true", JUDGE_MCP_WARM_DELAY_S="0",
+                       JUDGE_MCP_MODEL="demo", JUDGE_MCP_LOG_LEVEL="INFO") as server:
+        agent = await server.client.call_tool("create_agent", {"name": "A", "template_id": "composition"})
+        for _ in range(1200):  # up to 120 s on a busy machine
+            if "warm-up done" in server.log.read_text(errors="replace"):
+                break
+            await anyio.sleep(0.1)
+        before = server.imported()
+        judged = await server.client.call_tool("evaluate_image", {
+            "brief": "A red square", "agent_ids": [agent.structured_content["id"]],
+            "images": [base64.b64encode(image.getvalue()).decode()]})
+        after = server.imported()
+    assert "PIL.Image" in before and not judged.is_error
+    assert {m for m in after - before if m.split(".")[0] == "PIL"} == set()

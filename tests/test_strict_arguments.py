@@ -86,7 +86,7 @@ def test_a_callers_patch_limit_above_the_ceiling_is_refused_naming_it(running: S
     result = running.call("validate_patch", {"patch": {"ops": []}, "max_ops": 10**9})
     assert result.is_error is True
     assert result.content[0].text.startswith(
-        "Error executing tool validate_patch: invalid input: max_ops must be less than or equal to 10000")
+        "Error executing tool validate_patch: invalid input: max_ops must be between 1 and 10000 (got 1000000000).")
 
 
 def test_a_misspelt_synonym_still_finds_the_argument_it_stands_for() -> None:

@@ -38,6 +38,28 @@ def test_code_and_patches_list_exactly_their_four_tools(tmp_path: Path) -> None:
     assert names == ["apply_patch", "judge_code", "propose_patch", "validate_patch"]
 
 
+def _shown(tools: list[Any]) -> int:
+    """What a host puts into its model's context: names, descriptions and input schemas, compact JSON."""
+    return sum(len(json.dumps({"name": t.name, "description": t.description, "inputSchema": t.input_schema},
+                              separators=(",", ":"), ensure_ascii=False).encode()) for t in tools)
+
+
+def test_code_and_patches_cost_a_host_at_most_8_kb_with_apply_patch_listing_its_patch_by_reference(
+        tmp_path: Path) -> None:
+    running = _session(tmp_path, JUDGE_MCP_TOOLSETS="code,patches")
+    try:
+        tools = running.run(running.client.list_tools()).tools
+        refused = running.call("apply_patch", {"root": str(tmp_path), "patch": {"ops": [{"kind": "rename"}]}})
+    finally:
+        running.close()
+    patch = {t.name: t.input_schema["properties"]["patch"] for t in tools if "patch" in t.input_schema["properties"]}
+    assert _shown(tools) <= 8000
+    assert patch["apply_patch"] == {"type": ["object", "string"],
+                                    "description": "The patch, in any form validate_patch's patch takes."}
+    assert "oneOf" in json.dumps(patch["validate_patch"])
+    assert refused.is_error and "patch" in refused.content[0].text  # still validated against the whole schema
+
+
 def test_a_tool_outside_the_toolsets_is_not_callable_and_says_how_to_enable_it(tmp_path: Path) -> None:
     running = _session(tmp_path, JUDGE_MCP_TOOLSETS="patches")
     try:
