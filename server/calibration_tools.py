@@ -56,8 +56,8 @@ Dataset = Annotated[str | dict[str, Any] | list[dict[str, Any]] | None, Field(de
 DatasetPath = Annotated[str | None, Field(description="A JSONL file inside the allowed roots, instead of dataset.")]
 AgentId = Annotated[str | None, Field(description=(
     "An agent: its model judges (unless model is given); for score_text its guidelines are searched "
-    "for each item's context, as score_text does, and with no rubric or criteria its system prompt is the "
-    "criterion, on its score_scale."))]
+    "for each item's context, as score_text does; with no rubric or criteria its system prompt is the "
+    "criterion instead, on its score_scale."))]
 Model = Annotated[str | None, Field(description="The model to check, e.g. openai:gpt-4o; default: the "
                                                 "agent's, else the server's.")]
 PromptId = Annotated[str | None, Field(description="pairwise_compare/viescore: the prompt asset, as "
@@ -138,11 +138,12 @@ async def _prepared(ctx: Context, *, judge: JudgeName, dataset: Any, dataset_pat
             sizes.texts(f"dataset item {item.id!r} candidates", [c for c in candidates if isinstance(c, str)])
     agent = await app.store(app.agents.get, org, agent_id) if agent_id is not None else None
     found: list[Criterion] = []
-    if judge == "score_text":
-        if agent is not None and rubric is None and criteria is None:  # the agent's own instructions judge
-            found = [agent_criterion(agent.system_prompt, (agent.score_scale.min, agent.score_scale.max))]
-        else:
-            found = resolve_criteria(rubric, criteria)
+    own = judge == "score_text" and agent is not None and rubric is None and criteria is None
+    if own:  # the agent's own instructions judge
+        assert agent is not None
+        found = [agent_criterion(agent.system_prompt, (agent.score_scale.min, agent.score_scale.max))]
+    elif judge == "score_text":
+        found = resolve_criteria(rubric, criteria)
     client = await app.model_for(ctx, model, agent=agent, cache=cache)
     policy = image_policy(ctx, client_roots)
     spec = JudgeSpec(judge=judge, prompt_id=prompt_id, prompt_version=prompt_version, criteria=found,
@@ -150,7 +151,7 @@ async def _prepared(ctx: Context, *, judge: JudgeName, dataset: Any, dataset_pat
                      score_scale=None if score_scale is None else (score_scale.min, score_scale.max))
     check_spec(spec)  # refused now, not as a failed background job
     contexts = None
-    if agent_id is not None and judge == "score_text":
+    if agent_id is not None and judge == "score_text" and not own:
         async def contexts(query: str) -> list[str]:
             return [c.text for c in await guideline_contexts(app.guidelines, org, agent_id, query)]
     return Prepared(app, org, items, spec, client, policy, contexts, agent)
