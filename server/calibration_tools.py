@@ -16,9 +16,10 @@ from judges.calibration.certify import (
     DEFAULT_THRESHOLD,
     Certificate,
     certify,
+    check_pass_at,
+    check_verdicts,
     default_human_pass_at,
     default_pass_at,
-    verdict_class,
 )
 from judges.calibration.chart import calibration_chart
 from judges.calibration.core import CalibrationReport, Contexts, JudgeSpec, calibrate, check_spec
@@ -255,9 +256,9 @@ def register(mcp: MCPServer[Any]) -> None:
             prompt_id=prompt_id, prompt_version=prompt_version, rubric=rubric, criteria=criteria, method=method,
             candidate_type=candidate_type, score_scale=score_scale, samples=samples, cache=cache,
             client_roots=client_roots)
-        if verdicts is not None:  # refused now, not as a failed background job
-            for i, v in enumerate(verdicts):
-                verdict_class(v, spec, 0.0 if judge != "pairwise_compare" else None, f"verdicts[{i}]")
+        check_pass_at(spec, pass_at)  # refused now, not as a failed background job
+        if verdicts is not None:  # read off the event loop: up to a million of them
+            await anyio.to_thread.run_sync(check_verdicts, verdicts, spec)
 
         async def work(progress: Progress) -> Certificate:
             return await certify(client, spec, items, policy=policy, retries=app.settings.pairwise_retries,
@@ -296,6 +297,7 @@ def register(mcp: MCPServer[Any]) -> None:
             candidate_type="auto", score_scale=None, samples=1, cache=cache, client_roots=client_roots)
         assert agent is not None
         check_align(items, test_fraction, candidates)
+        check_pass_at(spec, pass_at)
         judge_pass = default_pass_at(spec) if pass_at is None else pass_at
         human_pass = default_human_pass_at(items, spec) if human_pass_at is None else human_pass_at
         assert judge_pass is not None and human_pass is not None

@@ -149,3 +149,24 @@ async def test_a_revision_that_wins_on_train_and_on_test_is_kept_as_a_new_agent(
     assert kept[0]["name"] == "grader (aligned)" and kept[0]["system_prompt"].startswith("REVISED")
     assert len(agents) == 2
     assert_test_items_only_judged(fake_server)
+
+
+async def test_a_pass_mark_off_the_judges_scale_is_refused_before_any_model_call(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        result = await c.call_tool("certify_judge", {"judge": "score_text", "criteria": CRITERION, "pass_at": 500,
+                                                     "dataset": labelled(2, 2)})
+    assert result.is_error and result.content[0].text.endswith(
+        "pass_at: a score on the judge's scale 0–100 (score_text: its 0–100 total), e.g. 50 (got 500)")
+    assert fake_server.requests == []
+
+
+async def test_an_agent_without_guidelines_is_the_callers_error_not_an_incident(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        agent = (await c.call_tool("create_agent", {"name": "g", "system_prompt": "p"})).structured_content
+        result = await c.call_tool("certify_judge", {"judge": "score_text", "rubric": "helpfulness",
+                                                     "agent_id": agent["id"], "dataset": labelled(2, 2),
+                                                     "background": False})
+    assert result.is_error and "no guideline chunk matches the question" in result.content[0].text
+    assert "incident" not in result.content[0].text and fake_server.requests == []

@@ -168,6 +168,12 @@ def verdict_class(verdict: Any, spec: JudgeSpec, pass_at: float | None, where: s
     return found  # type: ignore[return-value]
 
 
+def check_verdicts(verdicts: Sequence[Any], spec: JudgeSpec) -> None:
+    """Every verdict readable (a score needs a scoring judge), before any item is judged."""
+    for i, v in enumerate(verdicts):
+        verdict_class(v, spec, 0.0 if spec.judge != "pairwise_compare" else None, f"verdicts[{i}]")
+
+
 def _rate(hits: int, n: int) -> Rate | None:
     interval = stats.wilson(hits, n)
     return None if interval is None else Rate(value=hits / n, low=interval[0], high=interval[1])
@@ -214,6 +220,20 @@ def certificate(spec: JudgeSpec, model: str, items: Sequence[Item], judged: Sequ
                        results=results, usage=sum((j.usage for j in judged), Usage()))
 
 
+def check_pass_at(spec: JudgeSpec, pass_at: float | None) -> None:
+    """A pass mark inside the judge's scale (score_text's 0–100 total, viescore's scale); pairwise has none."""
+    if pass_at is None:
+        return
+    if spec.judge == "pairwise_compare":
+        raise InputError("pass_at: pairwise_compare's positive class is A (no pass mark); leave pass_at out")
+    from judges.pairwise.judge import VIESCORE_SCALE
+
+    low, high = (0.0, 100.0) if spec.judge == "score_text" else (spec.score_scale or VIESCORE_SCALE)
+    if not low <= pass_at <= high:
+        raise InputError(f"pass_at: a score on the judge's scale {low:g}–{high:g} (score_text: its 0–100 total), "
+                         f"e.g. {(low + high) / 2:g} (got {pass_at:g})")
+
+
 def check_threshold(threshold: float) -> None:
     if not 0 < threshold < 1:
         raise InputError(f"threshold: a rate strictly between 0 and 1, e.g. 0.8 (got {threshold:g})")
@@ -227,6 +247,7 @@ async def certify(client: ModelClient, spec: JudgeSpec, items: Sequence[Item], *
     """Judge every labelled item and certify (or not), correcting `verdicts`' pass rate when given."""
     check_spec(spec)
     check_threshold(threshold)
+    check_pass_at(spec, pass_at)
     if spec.judge != "pairwise_compare":
         pass_at = default_pass_at(spec) if pass_at is None else pass_at
         human_pass_at = default_human_pass_at(items, spec) if human_pass_at is None else human_pass_at

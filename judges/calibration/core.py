@@ -339,10 +339,21 @@ async def judge_all(client: ModelClient, spec: JudgeSpec, items: Sequence[Item],
         done += 1
         await progress(done, len(items), f"item {items[i].id} judged ({done} of {len(items)})")
 
-    async with anyio.create_task_group() as tg:
-        for i in range(len(items)):
-            tg.start_soon(one, i)
+    try:
+        async with anyio.create_task_group() as tg:
+            for i in range(len(items)):
+                tg.start_soon(one, i)
+    except ExceptionGroup as group:
+        refused, _ = group.split(InputError)
+        if refused is not None:  # a bad item input (or an agent without guidelines) is the caller's error, said once
+            raise _first(refused) from None
+        raise
     return [j for j in judged if j is not None]
+
+
+def _first(group: BaseExceptionGroup[Any]) -> BaseException:
+    found = group.exceptions[0]
+    return _first(found) if isinstance(found, BaseExceptionGroup) else found
 
 
 def load_scipy() -> None:
