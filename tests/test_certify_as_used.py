@@ -14,6 +14,7 @@ import pytest
 from judges.calibration import stats
 from judges.calibration.align import split
 from tests.fake_model_server import FakeModelServer, Recorded, Scripted
+from tests.test_calibration_as_used import wait_job
 from tests.test_text_tools_as_used import judge_mcp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -60,11 +61,12 @@ async def test_a_judge_that_misses_negatives_is_not_certified_and_gets_a_plan(
     # Passes ITEM-20 and ITEM-21 (labelled fail); gives no readable score for ITEM-39.
     fake_server.respond_with(scorer(lambda n, _: None if n == 39 else n < 22))
     async with judge_mcp(tmp_path / "home", fake_server) as c:
-        result = await c.call_tool("certify_judge", {
-            "judge": "score_text", "criteria": CRITERION, "dataset": labelled(20, 20), "background": False,
+        started = await c.call_tool("certify_judge", {  # a background job, by default
+            "judge": "score_text", "criteria": CRITERION, "dataset": labelled(20, 20),
             "verdicts": ["pass"] * 40 + ["fail"] * 60})
-    cert = result.structured_content
-    assert not result.is_error and cert["certified"] is False
+        job = await wait_job(c, started.structured_content["job_id"])
+    cert = job["result"]
+    assert job["status"] == "completed" and job["total"] == 40 and cert["certified"] is False
     assert (cert["n_positive"], cert["n_negative"], cert["failed"]) == (20, 19, 1)
     assert cert["tnr"]["value"] == pytest.approx(17 / 19)
     assert cert["needed"] == {"positives": 0, "negatives": stats.needed_for(17 / 19, 19, 0.8)}
