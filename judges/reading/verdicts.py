@@ -369,8 +369,9 @@ def read_pair(text: str) -> PairRead:
     llmbar = _llmbar(body, lines)
     if llmbar is not None:
         found.append((llmbar, "llmbar"))
-    if len(lines) == 1 and not found and (identifier := _clean_line(lines[0])) in _ALPACA_IDS:
-        found.append((_ALPACA_IDS[identifier], "alpaca_eval_identifier"))  # the whole reply is "m" or "M"
+    if lines and not found and (identifier := _clean_line(lines[-1])) in _ALPACA_IDS:
+        # weighted_alpaca_eval_*: the reply is "m" or "M"; the *_cot_* ones reason first and end with it.
+        found.append((_ALPACA_IDS[identifier], "alpaca_eval_identifier"))
     if len(lines) == 1 and not found:
         alone = winner_word(_clean_line(lines[0]))  # the whole reply is "Image A", "B", "tie", …
         if alone is not None:
