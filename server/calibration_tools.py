@@ -1,24 +1,36 @@
-"""calibrate_judge and get_calibration: a judge checked against human labels (core: judges/calibration/)."""
+"""calibrate_judge, get_calibration, certify_judge and align_judge: a judge checked against human labels,
+certified and improved (core: judges/calibration/)."""
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ResourceLink, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from judges.calibration.align import MAX_CANDIDATES, Alignment, agent_criterion, align, check_align
+from judges.calibration.certify import (
+    DEFAULT_THRESHOLD,
+    Certificate,
+    certify,
+    check_pass_at,
+    check_verdicts,
+    default_human_pass_at,
+    default_pass_at,
+)
 from judges.calibration.chart import calibration_chart
-from judges.calibration.core import CalibrationReport, JudgeSpec, calibrate, check_spec
-from judges.calibration.dataset import parse_dataset
+from judges.calibration.core import CalibrationReport, Contexts, JudgeSpec, calibrate, check_spec
+from judges.calibration.dataset import Item, JudgeName, parse_dataset
 from judges.calibration.store import CalibrationStore
 from judges.errors import InputError
 from judges.inputs.paths import read_resolved, resolve_file
+from judges.models.protocol import ModelClient
 from judges.progress import Progress
 from judges.reading.samples import check_samples
-from judges.store.agents import ScoreScale
+from judges.store.agents import Agent, ScoreScale
 from judges.text.rag import guideline_contexts
 from judges.text.scoring import BUILTIN_RUBRICS, Criterion, resolve_criteria
 
@@ -35,6 +47,44 @@ class HumanScale(BaseModel):
     max: float = Field(description="The highest, e.g. 1.")
 
 
+Judge = Annotated[Literal["pairwise_compare", "score_text", "viescore"], Field(description=(
+    "The judge to check: pairwise_compare (two candidates, asked in both orders), score_text (a rubric "
+    "or criteria; the total 0–100 is compared) or viescore (one image, pairwise_compare's VIEScore)."))]
+Dataset = Annotated[str | dict[str, Any] | list[dict[str, Any]] | None, Field(description=(
+    "JSONL, one item a line (or the items as a JSON list): the judge's inputs plus human_score / "
+    "human_scores (a list, one per rater; null for a missing rating) or human_winner / human_winners "
+    "(A, B or Tie); optional id. E.g. {\"text\": \"…\", \"instruction\": \"…\", "
+    "\"human_scores\": [4, 5, 3]}."))]
+DatasetPath = Annotated[str | None, Field(description="A JSONL file inside the allowed roots, instead of dataset.")]
+AgentId = Annotated[str | None, Field(description=(
+    "An agent: its model judges (unless model is given); for score_text its guidelines are searched "
+    "for each item's context, as score_text does; with no rubric or criteria its system prompt is the "
+    "criterion instead, on its score_scale."))]
+Model = Annotated[str | None, Field(description="The model to check, e.g. openai:gpt-4o; default: the "
+                                                "agent's, else the server's.")]
+PromptId = Annotated[str | None, Field(description="pairwise_compare/viescore: the prompt asset, as "
+                                                   "pairwise_compare takes it.")]
+Rubric = Annotated[str | list[str] | None, Field(description=(
+    f"score_text: built-in rubric(s) {', '.join(BUILTIN_RUBRICS)}; or criteria."))]
+Criteria = Annotated[list[Criterion] | None, Field(description="score_text: custom criteria.", json_schema_extra={
+    LISTED_AS: {"type": "array", "items": {"type": "object"}, "description": (
+        "score_text: custom criteria, as score_text takes them: [{name, description, weight=1, "
+        "scale={min: 1, max: 5}}].")}})]
+Method = Annotated[Literal["direct", "g_eval"], Field(description="score_text's method.")]
+CandidateType = Literal["auto", "image", "text"]
+PromptScale = Annotated[ScoreScale | None, Field(description="viescore: the prompt's scale, default {0, 10}.")]
+Samples = Annotated[int, Field(ge=1, description=(
+    "pairwise_compare and viescore: samples per item (the majority verdict, or the mean score); "
+    "at most JUDGE_MCP_MAX_SAMPLES. score_text: 1."))]
+Background = Annotated[bool | None, Field(description=(
+    "Run as a background job (returns {job_id}; poll get_job). Default: in the background, unless the "
+    "model is the host's own (MCP sampling), which can only answer while the call is open."))]
+PassAt = Annotated[float | None, Field(description=(
+    "Scores: the judge's pass mark (score_text's 0–100 total; viescore's scale); default the middle."))]
+HumanPassAt = Annotated[float | None, Field(description=(
+    "Scores: the humans' mean at or above which an item is a pass; default the middle of the labels given."))]
+
+
 def calibration_links(report: Any) -> list[ResourceLink]:
     if not isinstance(report, CalibrationReport) or not report.calibration_id:
         return []
@@ -49,48 +99,97 @@ def calibration_chart_png(report: CalibrationReport) -> bytes:
     return calibration_chart(report)
 
 
+class Prepared(NamedTuple):
+    app: Any
+    org: str
+    items: list[Item]
+    spec: JudgeSpec
+    client: ModelClient
+    policy: Any
+    contexts: Contexts | None
+    agent: Agent | None
+
+
+async def _prepared(ctx: Context, *, judge: JudgeName, dataset: Any, dataset_path: str | None, agent_id: str | None,
+                    model: str | None, prompt_id: str | None, prompt_version: str | None, rubric: Any,
+                    criteria: list[Criterion] | None, method: str, candidate_type: str,
+                    score_scale: ScoreScale | None, samples: int, cache: bool, client_roots: Any) -> Prepared:
+    """What calibrate_judge, certify_judge and align_judge share: the dataset read and checked, the judge's
+    spec, its model client and the agent's guideline contexts."""
+    app = app_of(ctx)
+    org = organization_of(ctx)
+    check_samples(samples, app.settings.max_samples)
+    if (dataset is None) == (dataset_path is None):
+        raise InputError("give the dataset inline (dataset: JSONL text) or as dataset_path (a .jsonl file in "
+                         "the allowed roots), exactly one, e.g. dataset_path: \"labels/pairs.jsonl\"")
+    if isinstance(dataset, dict | list):  # items as JSON (a one-line JSONL text arrives parsed, as a dict)
+        dataset = "\n".join(json.dumps(item) for item in (dataset if isinstance(dataset, list) else [dataset]))
+    if dataset_path is not None:
+        real = resolve_file(dataset_path, roots_for(ctx, client_roots))
+        raw = await anyio.to_thread.run_sync(read_resolved, real, MAX_DATASET_BYTES, f"dataset_path {dataset_path!r}")
+        try:
+            dataset = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"dataset_path {dataset_path!r} is not UTF-8 text (JSONL)") from None
+    assert dataset is not None
+    items = await anyio.to_thread.run_sync(parse_dataset, dataset, judge)  # up to 20 MB of JSON lines
+    sizes = app.settings.size_limits()
+    for item in items:  # each item is judged as a call of its tool would be: the same limits
+        for key in ("text", "instruction", "reference", "human_critique"):
+            sizes.text(f"dataset item {item.id!r} {key}", item.inputs.get(key) if isinstance(item.inputs.get(key), str)
+                       else None)
+        candidates = item.inputs.get("candidates")
+        if isinstance(candidates, list):
+            sizes.texts(f"dataset item {item.id!r} candidates", [c for c in candidates if isinstance(c, str)])
+    agent = await app.store(app.agents.get, org, agent_id) if agent_id is not None else None
+    found: list[Criterion] = []
+    own = judge == "score_text" and agent is not None and rubric is None and criteria is None
+    if own:  # the agent's own instructions judge
+        assert agent is not None
+        found = [agent_criterion(agent.system_prompt, (agent.score_scale.min, agent.score_scale.max))]
+    elif judge == "score_text":
+        found = resolve_criteria(rubric, criteria)
+    client = await app.model_for(ctx, model, agent=agent, cache=cache)
+    policy = image_policy(ctx, client_roots)
+    spec = JudgeSpec(judge=judge, prompt_id=prompt_id, prompt_version=prompt_version, criteria=found,
+                     method=method, candidate_type=candidate_type, samples=samples,
+                     score_scale=None if score_scale is None else (score_scale.min, score_scale.max))
+    check_spec(spec)  # refused now, not as a failed background job
+    contexts = None
+    if agent_id is not None and judge == "score_text" and not own:
+        async def contexts(query: str) -> list[str]:
+            return [c.text for c in await guideline_contexts(app.guidelines, org, agent_id, query)]
+    return Prepared(app, org, items, spec, client, policy, contexts, agent)
+
+
+def _background(ctx: Context, background: bool | None, model: str | None, app: Any) -> bool:
+    if background is None:
+        return app.jobs is not None and not uses_sampling(ctx, model or app.settings.model)
+    return background
+
+
 def register(mcp: MCPServer[Any]) -> None:
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=False, open_world_hint=True))
     @tool_errors
     async def calibrate_judge(
         ctx: Context,
-        judge: Annotated[Literal["pairwise_compare", "score_text", "viescore"], Field(description=(
-            "The judge to check: pairwise_compare (two candidates, asked in both orders), score_text (a rubric "
-            "or criteria; the total 0–100 is compared) or viescore (one image, pairwise_compare's VIEScore)."))],
-        dataset: Annotated[str | dict[str, Any] | list[dict[str, Any]] | None, Field(description=(
-            "JSONL, one item a line (or the items as a JSON list): the judge's inputs plus human_score / "
-            "human_scores (a list, one per rater; null for a missing rating) or human_winner / human_winners "
-            "(A, B or Tie); optional id. E.g. {\"text\": \"…\", \"instruction\": \"…\", "
-            "\"human_scores\": [4, 5, 3]}."))] = None,
-        dataset_path: Annotated[str | None, Field(description="A JSONL file inside the allowed roots, "
-                                                              "instead of dataset.")] = None,
-        agent_id: Annotated[str | None, Field(description=(
-            "An agent: its model judges (unless model is given); for score_text its guidelines are searched "
-            "for each item's context, as score_text does."))] = None,
-        model: Annotated[str | None, Field(description="The model to check, e.g. openai:gpt-4o; default: the "
-                                                       "agent's, else the server's.")] = None,
-        prompt_id: Annotated[str | None, Field(description="pairwise_compare/viescore: the prompt asset, as "
-                                                           "pairwise_compare takes it.")] = None,
+        judge: Judge,
+        dataset: Dataset = None,
+        dataset_path: DatasetPath = None,
+        agent_id: AgentId = None,
+        model: Model = None,
+        prompt_id: PromptId = None,
         prompt_version: str | None = None,
-        rubric: Annotated[str | list[str] | None, Field(description=(
-            f"score_text: built-in rubric(s) {', '.join(BUILTIN_RUBRICS)}; or criteria."))] = None,
-        criteria: Annotated[list[Criterion] | None, Field(description="score_text: custom criteria.", json_schema_extra={
-            LISTED_AS: {"type": "array", "items": {"type": "object"}, "description": (
-                "score_text: custom criteria, as score_text takes them: [{name, description, weight=1, "
-                "scale={min: 1, max: 5}}].")}})] = None,
-        method: Annotated[Literal["direct", "g_eval"], Field(description="score_text's method.")] = "direct",
-        candidate_type: Literal["auto", "image", "text"] = "auto",
-        score_scale: Annotated[ScoreScale | None, Field(description="viescore: the prompt's scale, default "
-                                                                    "{0, 10}.")] = None,
+        rubric: Rubric = None,
+        criteria: Criteria = None,
+        method: Method = "direct",
+        candidate_type: CandidateType = "auto",
+        score_scale: PromptScale = None,
         human_scale: Annotated[HumanScale | None, Field(description=(
             "The humans' scale, to put their scores and the judge's on 0–1 for the disagreement ranking and the "
             "confusion matrix; default: the lowest and highest human score in the dataset."))] = None,
-        samples: Annotated[int, Field(ge=1, description=(
-            "pairwise_compare and viescore: samples per item (the majority verdict, or the mean score); "
-            "at most JUDGE_MCP_MAX_SAMPLES. score_text: 1."))] = 1,
-        background: Annotated[bool | None, Field(description=(
-            "Run as a background job (returns {job_id}; poll get_job). Default: in the background, unless the "
-            "model is the host's own (MCP sampling), which can only answer while the call is open."))] = None,
+        samples: Samples = 1,
+        background: Background = None,
         cache: UseCache = True,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(CalibrationReport)]:
@@ -99,43 +198,11 @@ def register(mcp: MCPServer[Any]) -> None:
         own agreement as the ceiling (Krippendorff's alpha), position bias (verdicts that flip when the order
         is swapped), length bias, a confusion matrix, the largest disagreements and a chart
         (judge://calibrations/{id}/chart.png). Stored; get_calibration reads it back. Progress: per item."""
-        app = app_of(ctx)
-        org = organization_of(ctx)
-        check_samples(samples, app.settings.max_samples)
-        if (dataset is None) == (dataset_path is None):
-            raise InputError("give the dataset inline (dataset: JSONL text) or as dataset_path (a .jsonl file in "
-                             "the allowed roots), exactly one, e.g. dataset_path: \"labels/pairs.jsonl\"")
-        if isinstance(dataset, dict | list):  # items as JSON (a one-line JSONL text arrives parsed, as a dict)
-            dataset = "\n".join(json.dumps(item) for item in (dataset if isinstance(dataset, list) else [dataset]))
-        if dataset_path is not None:
-            real = resolve_file(dataset_path, roots_for(ctx, client_roots))
-            raw = await anyio.to_thread.run_sync(read_resolved, real, MAX_DATASET_BYTES, f"dataset_path {dataset_path!r}")
-            try:
-                dataset = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise InputError(f"dataset_path {dataset_path!r} is not UTF-8 text (JSONL)") from None
-        assert dataset is not None
-        items = await anyio.to_thread.run_sync(parse_dataset, dataset, judge)  # up to 20 MB of JSON lines
-        sizes = app.settings.size_limits()
-        for item in items:  # each item is judged as a call of its tool would be: the same limits
-            for key in ("text", "instruction", "reference"):
-                sizes.text(f"dataset item {item.id!r} {key}", item.inputs.get(key) if isinstance(item.inputs.get(key), str)
-                           else None)
-            candidates = item.inputs.get("candidates")
-            if isinstance(candidates, list):
-                sizes.texts(f"dataset item {item.id!r} candidates", [c for c in candidates if isinstance(c, str)])
-        found: list[Criterion] = resolve_criteria(rubric, criteria) if judge == "score_text" else []
-        agent = await app.store(app.agents.get, org, agent_id) if agent_id is not None else None
-        client = await app.model_for(ctx, model, agent=agent, cache=cache)
-        policy = image_policy(ctx, client_roots)
-        spec = JudgeSpec(judge=judge, prompt_id=prompt_id, prompt_version=prompt_version, criteria=found,
-                         method=method, candidate_type=candidate_type, samples=samples,
-                         score_scale=None if score_scale is None else (score_scale.min, score_scale.max))
-        check_spec(spec)  # refused now, not as a failed background job
-        contexts = None
-        if agent_id is not None and judge == "score_text":
-            async def contexts(query: str) -> list[str]:
-                return [c.text for c in await guideline_contexts(app.guidelines, org, agent_id, query)]
+        prepared = await _prepared(ctx, judge=judge, dataset=dataset, dataset_path=dataset_path, agent_id=agent_id,
+                                   model=model, prompt_id=prompt_id, prompt_version=prompt_version, rubric=rubric,
+                                   criteria=criteria, method=method, candidate_type=candidate_type,
+                                   score_scale=score_scale, samples=samples, cache=cache, client_roots=client_roots)
+        app, org, items, spec, client, policy, contexts, _ = prepared
         scale = None if human_scale is None else (human_scale.min, human_scale.max)
 
         async def work(progress: Progress) -> CalibrationReport:
@@ -143,9 +210,8 @@ def register(mcp: MCPServer[Any]) -> None:
                                      human_scale=scale, contexts=contexts, progress=progress)
             return await app.store(CalibrationStore(app.db).save, org, report)
 
-        if background is None:
-            background = app.jobs is not None and not uses_sampling(ctx, model or app.settings.model)
-        return await run_or_background(ctx, "calibrate_judge", background, work, links=calibration_links)
+        return await run_or_background(ctx, "calibrate_judge", _background(ctx, background, model, app), work,
+                                       links=calibration_links)
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
     @tool_errors
@@ -154,3 +220,105 @@ def register(mcp: MCPServer[Any]) -> None:
         """A stored calibration report, as calibrate_judge returned it."""
         app = app_of(ctx)
         return await app.store(CalibrationStore(app.db).get, organization_of(ctx), calibration_id)
+
+    @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=False, open_world_hint=True))
+    @tool_errors
+    async def certify_judge(
+        ctx: Context,
+        judge: Judge,
+        dataset: Dataset = None,
+        dataset_path: DatasetPath = None,
+        agent_id: AgentId = None,
+        model: Model = None,
+        prompt_id: PromptId = None,
+        prompt_version: str | None = None,
+        rubric: Rubric = None,
+        criteria: Criteria = None,
+        method: Method = "direct",
+        candidate_type: CandidateType = "auto",
+        score_scale: PromptScale = None,
+        samples: Samples = 1,
+        threshold: Annotated[float, Field(gt=0, lt=1, description=(
+            "The bar both 95% lower bounds (TPR and TNR) must reach."))] = DEFAULT_THRESHOLD,
+        pass_at: PassAt = None,
+        human_pass_at: HumanPassAt = None,
+        verdicts: Annotated[list[str | float | bool] | None, Field(max_length=1_000_000, description=(
+            "An unlabelled run's verdicts (pass/fail, A/B/Tie or scores): its pass rate is corrected "
+            "(Rogan–Gladen) with this judge's TPR and TNR."))] = None,
+        verdicts_fingerprint: Annotated[str | None, Field(description=(
+            "The fingerprint of the judge that gave verdicts; corrected.covered says if it is this one."))] = None,
+        background: Background = None,
+        cache: UseCache = True,
+        client_roots: ClientRoots = None,
+    ) -> Annotated[CallToolResult, or_job(Certificate)]:
+        """Certify a binary judgement against human labels (pairwise: A is positive; scores: >= pass_at): TPR
+        and TNR with 95% Wilson intervals; certified only when both lower bounds reach threshold, else the
+        labelled positives and negatives still needed. Ties and failures are counted. The fingerprint pins
+        model, prompts, rubric, settings and samples. With verdicts: their corrected pass rate."""
+        app, _org, items, spec, client, policy, contexts, _ = await _prepared(
+            ctx, judge=judge, dataset=dataset, dataset_path=dataset_path, agent_id=agent_id, model=model,
+            prompt_id=prompt_id, prompt_version=prompt_version, rubric=rubric, criteria=criteria, method=method,
+            candidate_type=candidate_type, score_scale=score_scale, samples=samples, cache=cache,
+            client_roots=client_roots)
+        check_pass_at(spec, pass_at)  # refused now, not as a failed background job
+        if verdicts is not None:  # read off the event loop: up to a million of them
+            await anyio.to_thread.run_sync(check_verdicts, verdicts, spec)
+
+        async def work(progress: Progress) -> Certificate:
+            return await certify(client, spec, items, policy=policy, retries=app.settings.pairwise_retries,
+                                 threshold=threshold, pass_at=pass_at, human_pass_at=human_pass_at,
+                                 verdicts=verdicts, run_fingerprint=verdicts_fingerprint, contexts=contexts,
+                                 progress=progress)
+
+        return await run_or_background(ctx, "certify_judge", _background(ctx, background, model, app), work)
+
+    @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=False, open_world_hint=True))
+    @tool_errors
+    async def align_judge(
+        ctx: Context,
+        agent_id: Annotated[str, Field(description=(
+            "The agent to improve: its system prompt judges each item (score_text, on its score_scale)."))],
+        dataset: Dataset = None,
+        dataset_path: DatasetPath = None,
+        model: Model = None,
+        pass_at: PassAt = None,
+        human_pass_at: HumanPassAt = None,
+        seed: Annotated[int, Field(description="The stratified train/test split's seed.")] = 0,
+        test_fraction: Annotated[float, Field(gt=0, lt=1, description="Share of each class held out.")] = 0.3,
+        candidates: Annotated[int, Field(ge=1, le=MAX_CANDIDATES, description=(
+            "Revisions written and tried on train; the best on train is scored on test."))] = 2,
+        background: Background = None,
+        cache: UseCache = True,
+        client_roots: ClientRoots = None,
+    ) -> Annotated[CallToolResult, or_job(Alignment)]:
+        """Improve an agent's judging from human labels (score_text items; optional human_critique per item):
+        a seeded stratified split; revisions written from train disagreements only, chosen on train; kept as a
+        new agent only when it beats the current judge on the held-out test items (McNemar exact p < 0.05).
+        Reports both test agreements with intervals, the p-value, cost and the diff."""
+        app, org, items, spec, client, policy, contexts, agent = await _prepared(
+            ctx, judge="score_text", dataset=dataset, dataset_path=dataset_path, agent_id=agent_id, model=model,
+            prompt_id=None, prompt_version=None, rubric=None, criteria=None, method="direct",
+            candidate_type="auto", score_scale=None, samples=1, cache=cache, client_roots=client_roots)
+        assert agent is not None
+        check_align(items, test_fraction, candidates)
+        check_pass_at(spec, pass_at)
+        judge_pass = default_pass_at(spec) if pass_at is None else pass_at
+        human_pass = default_human_pass_at(items, spec) if human_pass_at is None else human_pass_at
+        assert judge_pass is not None and human_pass is not None
+
+        async def work(progress: Progress) -> Alignment:
+            result = await align(client, agent.system_prompt, (agent.score_scale.min, agent.score_scale.max), items,
+                                 agent_id=agent.id, pass_at=judge_pass, human_pass_at=human_pass, seed=seed,
+                                 test_fraction=test_fraction, candidates=candidates, policy=policy,
+                                 retries=app.settings.pairwise_retries, contexts=contexts, progress=progress)
+            if result.kept and result.instructions is not None:
+                kept = await app.store(app.agents.create, org, name=f"{agent.name} (aligned)"[:100],
+                                       system_prompt=result.instructions,
+                                       evaluation_categories=agent.evaluation_categories,
+                                       scoring_weight=agent.scoring_weight,
+                                       optimization_weight=agent.optimization_weight, rag_config=agent.rag_config,
+                                       model=agent.model, score_scale=agent.score_scale, models=agent.models)
+                result.new_agent_id = kept.id
+            return result
+
+        return await run_or_background(ctx, "align_judge", _background(ctx, background, model, app), work)

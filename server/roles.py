@@ -16,12 +16,14 @@ from judges.store.access import ROLES, Role, role_rank
 TOOL_ROLES: dict[str, Role] = {
     "create_agent": "admin", "update_agent": "admin", "delete_agent": "admin",
     "upload_guideline": "admin", "delete_guideline": "admin",
+    "align_judge": "admin",  # keeps its revision as a new agent
     **{name: "member" for name in (
         "list_agents", "get_agent", "list_guidelines", "search_guidelines",
         "evaluate_image", "optimize_prompt", "get_run", "list_runs", "pairwise_compare",
         "score_text", "compare_to_reference", "rank_texts", "evaluate_rag_answer", "evaluate_trajectory",
         "evaluate_analysis", "judge_code", "propose_patch", "validate_patch", "apply_patch",
         "get_job", "list_jobs", "cancel_job", "get_usage", "calibrate_judge", "get_calibration",
+        "certify_judge",
     )},
 }
 
@@ -35,7 +37,7 @@ TOOLSETS: dict[str, tuple[str, ...]] = {
     "patches": ("validate_patch", "apply_patch"),
     "analysis": ("evaluate_analysis",),
     "text": ("score_text", "compare_to_reference", "rank_texts", "evaluate_rag_answer", "evaluate_trajectory"),
-    "calibration": ("calibrate_judge", "get_calibration"),
+    "calibration": ("calibrate_judge", "get_calibration", "certify_judge", "align_judge"),
     "jobs": ("get_job", "list_jobs", "cancel_job", "get_usage"),
 }
 TOOLSET_OF: dict[str, str] = {tool: name for name, tools in TOOLSETS.items() for tool in tools}

@@ -112,6 +112,12 @@ async def test_a_host_session_from_the_printed_config_calls_every_tool(tmp_path:
         calibration = await call("calibrate_judge", judge="pairwise_compare", dataset=labelled, background=False)
         assert (calibration["pairwise"]["accuracy"], calibration["position_bias"]["flip_rate"]) == (1.0, 0.0)
         assert await call("get_calibration", calibration_id=calibration["calibration_id"]) == calibration
+        cert = await call("certify_judge", judge="pairwise_compare", dataset=labelled, background=False)
+        assert (cert["certified"], cert["tpr"]["value"], cert["tnr"]["value"]) == (False, 1.0, 1.0)
+        assert cert["needed"] == {"positives": 15, "negatives": 15}  # 16 of 16 is the first lower bound over 0.8
+        answers = [{"text": t, "human_score": s} for t, s in (("Paris.", 1), ("Lyon.", 0), ("Paris!", 1), ("Nice.", 0))]
+        aligned = await call("align_judge", agent_id=agent["id"], dataset=answers, background=False)
+        assert aligned["kept"] is False and aligned["new_agent_id"] is None
         images = await call("pairwise_compare", instruction="Make the sky blue", candidates=[image, image])
         assert images["value"] == "Tie" and images["consistent"] is True
         vie = await call("pairwise_compare", instruction="Make the sky blue", candidates=[image], method="viescore")

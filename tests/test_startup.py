@@ -156,7 +156,7 @@ async def test_a_cached_start_imports_no_tool_module_until_one_of_its_tools_is_c
         before = server.imported()
         created = await server.client.call_tool("create_agent", {"name": "Brand", "template_id": "brand_compliance"})
         after = server.imported()
-    assert len(listed.tools) == 30 and not created.is_error
+    assert len(listed.tools) == 32 and not created.is_error
     assert before & {*TOOL_MODULES, *TOOL_ONLY} == set()
     assert after & {*TOOL_MODULES, *TOOL_ONLY} == {"server.agent_tools"}
 
@@ -209,7 +209,7 @@ def test_the_tools_list_answer_is_byte_for_byte_the_same_with_and_without_the_ca
     built = raw_tools_list(tmp_path)
     assert list((data_home(tmp_path) / "cache").glob("tools-*.json"))
     cached = raw_tools_list(tmp_path)
-    assert cached == built and len(json.loads(built)["result"]["tools"]) == 30
+    assert cached == built and len(json.loads(built)["result"]["tools"]) == 32
 
 
 def test_a_cached_start_still_refuses_to_start_when_the_required_gate_sandbox_is_missing(tmp_path: Path) -> None:
@@ -338,7 +338,7 @@ def test_no_tools_output_schema_has_a_reference_left(tmp_path: Path) -> None:
         return [json.dumps(t.output_schema) for t in await server.list_tools() if t.output_schema]
 
     schemas = anyio.run(output_schemas)
-    assert len(schemas) == 30 and not [s for s in schemas if "$ref" in s or "$defs" in s]
+    assert len(schemas) == 32 and not [s for s in schemas if "$ref" in s or "$defs" in s]
 
 
 @pytest.mark.anyio

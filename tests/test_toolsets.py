@@ -128,4 +128,4 @@ def test_a_shared_option_is_described_once_in_the_instructions_not_in_each_tool(
     repeated = [(t.name, name) for t in tools for name, text in SHARED_OPTIONS.items()
                 if t.input_schema["properties"].get(name, {}).get("description") == text]
     assert repeated == []  # an option with a meaning of its own (calibrate_judge's background) keeps its own words
-    assert sum(name in t.input_schema["properties"] for t in tools for name in SHARED_OPTIONS) == 38  # the uses said once
+    assert sum(name in t.input_schema["properties"] for t in tools for name in SHARED_OPTIONS) == 43  # the uses said once (certify_judge: samples, background, cache; align_judge: background, cache)

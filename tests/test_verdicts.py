@@ -202,6 +202,28 @@ def test_alpaca_eval_older_list_form_is_read() -> None:
     assert pair("[{'model': 'model_1', 'rank': 1}, {'model': 'model_2', 'rank': 2}]") == ("A", "alpaca_eval_ranking")
 
 
+@pytest.mark.parametrize(("ranking", "winner"), [
+    ('{"ordered_models": [{"model": "m", "rank": 1}, {"model": "M", "rank": 2}]}', "A"),
+    ('{"ordered_models": [{"model": "M", "rank": 1}, {"model": "m", "rank": 2}]}', "B"),
+    ('{"ordered_models": [{"model": "model2", "rank": 1}, {"model": "model1", "rank": 2}]}', "B"),
+    ('{"concise_explanation": "M is complete.", "ordered_models": [{"model": "M", "rank": 1}, {"model": "m", "rank": 2}]}',
+     "B")])
+def test_alpaca_eval_2_names_m_and_M_read_as_first_and_second_shown(ranking: str, winner: str) -> None:
+    assert pair(ranking) == (winner, "alpaca_eval_ranking")
+
+
+@pytest.mark.parametrize(("reply", "winner"), [
+    ("m", "A"), ("M", "B"), (" M\n", "B"),
+    ("Output m is accurate but M adds a wrong date.\n\n## Best Model Identifier\nm", "A")])  # the *_cot_* form
+def test_the_weighted_alpaca_eval_one_token_reply_is_read_by_its_case(reply: str, winner: str) -> None:
+    assert pair(reply) == (winner, "alpaca_eval_identifier")
+
+
+def test_alpaca_eval_ranking_with_m_twice_fails() -> None:
+    assert failure_kind(read_pair, '{"ordered_models": [{"model": "m", "rank": 1}, {"model": "m", "rank": 2}]}') \
+        == "parse_error"
+
+
 def test_alpaca_eval_ranking_with_an_unknown_model_fails() -> None:
     assert failure_kind(read_pair, '[{"model": "gpt-4", "rank": 1}, {"model": "m2", "rank": 2}]') == "parse_error"
 

@@ -307,6 +307,24 @@ async def calibrate(client: ModelClient, spec: JudgeSpec, items: Sequence[Item],
     check_spec(spec)
     if human_scale is not None and not human_scale[0] < human_scale[1]:
         raise InputError(f"human_scale: min must be below max, e.g. {{\"min\": 0, \"max\": 1}} (got {human_scale})")
+    done_items = await judge_all(client, spec, items, policy=policy, retries=retries, contexts=contexts,
+                                 concurrency=concurrency, progress=progress)
+    if spec.judge == "viescore":
+        judge_scale = spec.score_scale or VIESCORE_SCALE
+    else:
+        judge_scale = (0.0, 100.0)
+
+    def computed() -> CalibrationReport:
+        load_scipy()
+        return report(spec, client.name, items, done_items, human_scale, judge_scale)
+
+    return await anyio.to_thread.run_sync(computed)  # scipy's first import and the statistics, off the event loop
+
+
+async def judge_all(client: ModelClient, spec: JudgeSpec, items: Sequence[Item], *, policy: Any, retries: int,
+                    contexts: Contexts | None = None, concurrency: int = 4,
+                    progress: Progress = no_progress) -> list[Judged]:
+    """Every item through the judge (at most `concurrency` at once), in the items' order."""
     judged: list[Judged | None] = [None] * len(items)
     done = 0
     limiter = anyio.CapacityLimiter(concurrency)
@@ -321,20 +339,21 @@ async def calibrate(client: ModelClient, spec: JudgeSpec, items: Sequence[Item],
         done += 1
         await progress(done, len(items), f"item {items[i].id} judged ({done} of {len(items)})")
 
-    async with anyio.create_task_group() as tg:
-        for i in range(len(items)):
-            tg.start_soon(one, i)
-    if spec.judge == "viescore":
-        judge_scale = spec.score_scale or VIESCORE_SCALE
-    else:
-        judge_scale = (0.0, 100.0)
-    done_items = [j for j in judged if j is not None]
+    try:
+        async with anyio.create_task_group() as tg:
+            for i in range(len(items)):
+                tg.start_soon(one, i)
+    except ExceptionGroup as group:
+        refused, _ = group.split(InputError)
+        if refused is not None:  # a bad item input (or an agent without guidelines) is the caller's error, said once
+            raise _first(refused) from None
+        raise
+    return [j for j in judged if j is not None]
 
-    def computed() -> CalibrationReport:
-        load_scipy()
-        return report(spec, client.name, items, done_items, human_scale, judge_scale)
 
-    return await anyio.to_thread.run_sync(computed)  # scipy's first import and the statistics, off the event loop
+def _first(group: BaseExceptionGroup[Any]) -> BaseException:
+    found = group.exceptions[0]
+    return _first(found) if isinstance(found, BaseExceptionGroup) else found
 
 
 def load_scipy() -> None:

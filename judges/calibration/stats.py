@@ -111,3 +111,66 @@ def majority(labels: Sequence[str]) -> str:
     if len(counts) > 1 and counts[0][1] == counts[1][1]:
         return "Tie"
     return counts[0][0]
+
+
+# Certification (certify_judge, align_judge): statsmodels, imported when first used (never at start-up).
+Z95 = 1.959963984540054  # the normal quantile of a two-sided 95% interval
+
+
+def wilson(successes: float, n: float) -> tuple[float, float] | None:
+    """The 95% Wilson score interval of a proportion (statsmodels' proportion_confint); None when n is 0."""
+    if n <= 0:
+        return None
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(successes, n, alpha=0.05, method="wilson")
+    return float(low), float(high)
+
+
+def needed_for(rate: float, n: int, threshold: float, cap: int = 1_000_000) -> int | None:
+    """How many more labelled items (beyond `n`) the 95% Wilson lower bound of `rate` needs to reach `threshold`,
+    if the rate stays as observed: 0 when it already does, None when no number can (rate at or below the
+    threshold, or more than `cap` items)."""
+    if n > 0 and wilson(rate * n, n)[0] >= threshold:  # type: ignore[index]
+        return 0
+    if rate <= threshold:
+        return None
+    low, high = max(n, 1), max(n, 1)
+    while wilson(rate * high, high)[0] < threshold:  # type: ignore[index]  # the bound rises with n at a fixed rate
+        low, high = high, high * 2
+        if high > cap:
+            return None
+    while low < high:  # the smallest total whose bound reaches the threshold
+        mid = (low + high) // 2
+        if wilson(rate * mid, mid)[0] >= threshold:  # type: ignore[index]
+            high = mid
+        else:
+            low = mid + 1
+    return high - n
+
+
+def rogan_gladen(positive: int, n: int, tpr: float, tnr: float, n_pos: int, n_neg: int
+                 ) -> tuple[float, float, float] | None:
+    """The Rogan–Gladen corrected prevalence (p + TNR − 1) / (TPR + TNR − 1) of an observed pass rate p =
+    positive / n, with its 95% delta-method interval, which carries the sampling error of p and of the TPR and
+    TNR (estimated on n_pos positives and n_neg negatives). Clipped to [0, 1]. None when TPR + TNR <= 1 (the
+    judge is no better than chance: nothing can be corrected) or n is 0."""
+    youden = tpr + tnr - 1
+    if n <= 0 or youden <= 0:
+        return None
+    p = positive / n
+    value = (p + tnr - 1) / youden
+    variance = (p * (1 - p) / n
+                + (value ** 2 * tpr * (1 - tpr) / n_pos if n_pos else 0.0)
+                + ((1 - value) ** 2 * tnr * (1 - tnr) / n_neg if n_neg else 0.0)) / youden ** 2
+    half = Z95 * math.sqrt(variance)
+    clip = min(1.0, max(0.0, value))
+    return clip, max(0.0, value - half), min(1.0, value + half)
+
+
+def mcnemar_exact(only_first: int, only_second: int) -> float:
+    """McNemar's exact (binomial) two-sided p-value of paired right/wrong outcomes: `only_first` items only the
+    first judge got right, `only_second` only the second (statsmodels)."""
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    return float(mcnemar([[0, only_first], [only_second, 0]], exact=True).pvalue)

@@ -251,8 +251,11 @@ _ARENA_MEANING: dict[str, tuple[Winner, Margin]] = {
     "A=B": ("tie", "tie"), "B=A": ("tie", "tie"),
     "B>A": ("B", "slight"), "A<B": ("B", "slight"), "B>>A": ("B", "strong"), "A<<B": ("B", "strong"),
 }
-_FIRST_NAMES = {"model_1", "m1", "1", "a", "output_1", "output (a)", "output a", "assistant a", "assistant 1"}
-_SECOND_NAMES = {"model_2", "m2", "2", "b", "output_2", "output (b)", "output b", "assistant b", "assistant 2"}
+_FIRST_NAMES = {"model_1", "model1", "m1", "1", "a", "output_1", "output (a)", "output a", "assistant a", "assistant 1"}
+_SECOND_NAMES = {"model_2", "model2", "m2", "2", "b", "output_2", "output (b)", "output b", "assistant b", "assistant 2"}
+# AlpacaEval 2's annotators (alpaca_eval_gpt4_turbo_fn's ranking, weighted_alpaca_eval_gpt4_turbo's one token) name
+# the output shown first "m" and the one shown second "M": case decides, so these are read before any lower-casing.
+_ALPACA_IDS: dict[str, Winner] = {"m": "A", "M": "B"}
 
 
 def _ranking(value: Any) -> Winner | None:
@@ -263,8 +266,9 @@ def _ranking(value: Any) -> Winner | None:
         return None
     ranks: dict[str, Any] = {}
     for x in value:
-        name = str(x["model"]).strip().lower()
-        side = "A" if name in _FIRST_NAMES else "B" if name in _SECOND_NAMES else None
+        raw = str(x["model"]).strip()
+        name = raw.lower()
+        side = _ALPACA_IDS.get(raw) or ("A" if name in _FIRST_NAMES else "B" if name in _SECOND_NAMES else None)
         if side is None or side in ranks:
             raise VerdictError(f"ranking names an unknown or repeated model {x['model']!r}")
         ranks[side] = x.get("rank")
@@ -365,6 +369,9 @@ def read_pair(text: str) -> PairRead:
     llmbar = _llmbar(body, lines)
     if llmbar is not None:
         found.append((llmbar, "llmbar"))
+    if lines and not found and (identifier := _clean_line(lines[-1])) in _ALPACA_IDS:
+        # weighted_alpaca_eval_*: the reply is "m" or "M"; the *_cot_* ones reason first and end with it.
+        found.append((_ALPACA_IDS[identifier], "alpaca_eval_identifier"))
     if len(lines) == 1 and not found:
         alone = winner_word(_clean_line(lines[0]))  # the whole reply is "Image A", "B", "tie", …
         if alone is not None:

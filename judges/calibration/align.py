@@ -1,0 +1,264 @@
+"""align_judge: revise an agent's judging instructions from its disagreements with people, and keep the revision
+only when it agrees with them significantly better on held-out items.
+
+The agent judges as score_text with one criterion, its system prompt, on its score scale; a score at or above
+`pass_at` is a pass (the binary judgement certify_judge reads). The labelled items are split once, stratified by
+the humans' class, with a fixed seed. The revision writer sees only training items (their disagreements, a few
+agreements and the people's critiques); candidates are chosen on training agreement; the chosen one and the
+current judge are then judged on the test items, each once, and compared by McNemar's exact test.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, Field
+
+from judges.errors import InputError
+from judges.models.protocol import ModelClient, Usage
+from judges.progress import Progress, no_progress
+from judges.reading.parsing import JudgeModel
+from judges.text.scoring import Criterion, Scale
+
+from . import stats
+from .certify import Outcome, Rate, human_class, judge_class, load_statistics
+from .core import Contexts, Judged, JudgeSpec, judge_all
+from .dataset import Item
+
+ALPHA = 0.05
+MAX_CANDIDATES = 4
+MAX_SHOWN = 20  # disagreements shown to the writer per candidate (and agreements, at most a quarter of it)
+MAX_CRITIQUE = 2000
+FOCUS = ("sharpen the decision rules where the judge and the people disagree.",
+         "add short worked examples of the disagreements, with the right verdict and why.",
+         "rewrite the rubric's wording so each level is unambiguous.",
+         "state what must never pass and what must never fail.")
+
+
+class Revision(JudgeModel):
+    instructions: str = Field(min_length=1, max_length=20000)
+    rationale: str = ""
+
+
+class JudgeAgreement(BaseModel):
+    train: Rate | None = Field(description="Agreement with the people's pass/fail on training items, "
+                                           "with its 95% Wilson interval.")
+    test: Rate | None = Field(default=None, description="The same on the held-out test items.")
+    failed: int = Field(default=0, description="Items the judge returned no score for (left out of the rates).")
+
+
+class Candidate(BaseModel):
+    rationale: str
+    train: Rate | None
+    failed: int
+    failure: str | None = Field(default=None, description="Why the writer gave no revision (it is not tried).")
+
+
+class TestPairs(BaseModel):
+    both_right: int
+    only_current: int = Field(description="Test items only the current judge got right.")
+    only_revised: int = Field(description="Test items only the revised judge got right.")
+    both_wrong: int
+    left_out: int = Field(description="Test items either judge failed on.")
+
+
+class Alignment(BaseModel):
+    kept: bool = Field(description="The revision agrees significantly better on the test items and was kept "
+                                   "as a new agent (new_agent_id); otherwise nothing changed.")
+    conclusion: str
+    agent_id: str
+    new_agent_id: str | None = None
+    seed: int
+    pass_at: float
+    human_pass_at: float
+    train_ids: list[str]
+    test_ids: list[str]
+    current: JudgeAgreement
+    revised: JudgeAgreement | None = Field(description="The candidate chosen on train; null when none was written.")
+    candidates: list[Candidate]
+    chosen: int | None = Field(description="Index in candidates of the one scored on test.")
+    test_pairs: TestPairs | None = None
+    p_value: float | None = Field(default=None, description="McNemar's exact test, two-sided, on the test pairs.")
+    alpha: float = ALPHA
+    instructions: str | None = Field(default=None, description="The revised judge's instructions.")
+    diff: str = Field(default="", description="Unified diff of the judge's instructions, current to revised.")
+    usage: Usage = Field(default_factory=Usage)
+
+
+def agent_criterion(text: str, scale: tuple[float, float]) -> Criterion:
+    """An agent's system prompt as the one criterion score_text judges by, on the agent's scale."""
+    return Criterion(name="verdict", description=text, scale=Scale(min=scale[0], max=scale[1]))
+
+
+def split(classes: Sequence[Outcome], seed: int, test_fraction: float) -> tuple[list[int], list[int]]:
+    """Item indices (train, test): within each human class the same share goes to test (at least one item of a
+    class with two or more), drawn with `seed`."""
+    rng = random.Random(seed)
+    train: list[int] = []
+    test: list[int] = []
+    for label in ("pass", "fail"):
+        members = [i for i, c in enumerate(classes) if c == label]
+        rng.shuffle(members)
+        k = round(len(members) * test_fraction)
+        k = max(1, k) if len(members) >= 2 else 0
+        test += members[:k]
+        train += members[k:]
+    return sorted(train), sorted(test)
+
+
+def _right(judged: Judged, truth: Outcome, spec: JudgeSpec, pass_at: float) -> bool | None:
+    said = judge_class(judged, spec, pass_at)
+    return None if said == "failed" else said == truth
+
+
+def _agreement(judged: Sequence[Judged], truth: Sequence[Outcome], spec: JudgeSpec,
+               pass_at: float) -> tuple[Rate | None, int]:
+    right = [_right(j, t, spec, pass_at) for j, t in zip(judged, truth, strict=True)]
+    decided = [r for r in right if r is not None]
+    interval = stats.wilson(sum(decided), len(decided))
+    rate = None if interval is None else Rate(value=sum(decided) / len(decided), low=interval[0], high=interval[1])
+    return rate, len(right) - len(decided)
+
+
+def _shown(items: Sequence[Item], judged: Sequence[Judged], truth: Sequence[Outcome], spec: JudgeSpec,
+           pass_at: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    wrong, right = [], []
+    for item, j, t in zip(items, judged, truth, strict=True):
+        verdict = _right(j, t, spec, pass_at)
+        shown = {"text": item.inputs["text"], "instruction": item.inputs.get("instruction") or "", "human": t}
+        if verdict is False:
+            critique = item.inputs.get("human_critique")
+            wrong.append({**shown, "judge": judge_class(j, spec, pass_at), "score": f"{j.value:g}",
+                          "critique": critique[:MAX_CRITIQUE] if isinstance(critique, str) else ""})
+        elif verdict:
+            right.append(shown)
+    return wrong[:MAX_SHOWN], right[:MAX_SHOWN // 4]
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_align(items: Sequence[Item], test_fraction: float, candidates: int) -> None:
+    if not 0 < test_fraction < 1:
+        raise InputError(f"test_fraction: strictly between 0 and 1, e.g. 0.3 (got {test_fraction:g})")
+    if not 1 <= candidates <= MAX_CANDIDATES:
+        raise InputError(f"candidates: 1 to {MAX_CANDIDATES} revisions tried on train (got {candidates})")
+    for item in items:
+        critique = item.inputs.get("human_critique")
+        if critique is not None and not isinstance(critique, str):
+            raise InputError(f"dataset item {item.id!r}: human_critique is text (got {type(critique).__name__}), "
+                             "e.g. \"human_critique\": \"misses the refund policy\"")
+
+
+async def align(client: ModelClient, text: str, scale: tuple[float, float], items: Sequence[Item], *,
+                agent_id: str, pass_at: float, human_pass_at: float, seed: int = 0, test_fraction: float = 0.3,
+                candidates: int = 2, policy: Any = None, retries: int = 1, contexts: Contexts | None = None,
+                progress: Progress = no_progress) -> Alignment:
+    """Split, revise on train, choose on train, score once on test; `kept` when the revision wins significantly."""
+    from judges.patches.linediff import unified_diff
+    from judges.text.asking import ask
+
+    check_align(items, test_fraction, candidates)
+    current = JudgeSpec(judge="score_text", criteria=[agent_criterion(text, scale)])
+    truth = [human_class(i, current, human_pass_at) for i in items]
+    train_i, test_i = split(truth, seed, test_fraction)
+    if not train_i or not test_i:
+        raise InputError("dataset: the split left no training or no test items; give at least two labelled items "
+                         "of each class (pass and fail)")
+    train, test = [items[i] for i in train_i], [items[i] for i in test_i]
+    train_t, test_t = [truth[i] for i in train_i], [truth[i] for i in test_i]
+    total = len(train) * (1 + candidates) + candidates + 2 * len(test)
+    done = 0
+
+    def stage(start: int) -> Progress:
+        async def report(progressed: float, _total: float | None, message: str) -> None:
+            await progress(start + progressed, total, message)
+        return report
+
+    usage = Usage()
+    cur_train = await judge_all(client, current, train, policy=policy, retries=retries, contexts=contexts,
+                                progress=stage(done))
+    done += len(train)
+    usage += sum((j.usage for j in cur_train), Usage())
+    cur_rate, cur_failed = _agreement(cur_train, train_t, current, pass_at)
+    wrong, right = _shown(train, cur_train, train_t, current, pass_at)
+    tried: list[Candidate] = []
+    texts: list[str | None] = []
+    specs: list[JudgeSpec] = []
+    if wrong:
+        for k in range(candidates):
+            await progress(done, total, f"writing revision {k + 1} of {candidates}")
+            written = await ask(client, "calibration/revise@v1", Revision, max_tokens=4096, judge=text,
+                                disagreements=wrong, agreements=right, candidate=k + 1, candidates=candidates,
+                                focus=FOCUS[k], low=f"{scale[0]:g}", high=f"{scale[1]:g}",
+                                pass_at=f"{scale[0] + (scale[1] - scale[0]) * pass_at / 100:g}")
+            done += 1
+            usage += written.usage
+            if written.value is None:
+                assert written.failure is not None
+                tried.append(Candidate(rationale="", train=None, failed=0,
+                                       failure=f"{written.failure.kind}: {written.failure.message}"))
+                texts.append(None)
+                specs.append(current)
+                done += len(train)
+                continue
+            spec = JudgeSpec(judge="score_text", criteria=[agent_criterion(written.value.instructions, scale)])
+            judged = await judge_all(client, spec, train, policy=policy, retries=retries, contexts=contexts,
+                                     progress=stage(done))
+            done += len(train)
+            usage += sum((j.usage for j in judged), Usage())
+            rate, failed = _agreement(judged, train_t, spec, pass_at)
+            tried.append(Candidate(rationale=written.value.rationale, train=rate, failed=failed))
+            texts.append(written.value.instructions)
+            specs.append(spec)
+    usable = [k for k, c in enumerate(tried) if c.train is not None]
+    chosen = max(usable, key=lambda k: (tried[k].train.value, -k)) if usable else None  # type: ignore[union-attr]
+    # The test items are judged only now, after the choice: nothing about them reaches the writer or the choice.
+    cur_test = await judge_all(client, current, test, policy=policy, retries=retries, contexts=contexts,
+                               progress=stage(done))
+    done += len(test)
+    usage += sum((j.usage for j in cur_test), Usage())
+    cur_test_rate, cur_test_failed = _agreement(cur_test, test_t, current, pass_at)
+    base = dict(agent_id=agent_id, seed=seed, pass_at=pass_at, human_pass_at=human_pass_at,
+                train_ids=[i.id for i in train], test_ids=[i.id for i in test], candidates=tried, chosen=chosen)
+    current_agreement = JudgeAgreement(train=cur_rate, test=cur_test_rate, failed=cur_failed + cur_test_failed)
+    if chosen is None:
+        why = ("the current judge agrees with every training item it scored: nothing to revise" if not wrong
+               else "no candidate revision could be read")
+        return Alignment(kept=False, conclusion=f"no change: {why}", current=current_agreement, revised=None,
+                         usage=usage, **base)  # type: ignore[arg-type]
+    best_text = texts[chosen]
+    assert best_text is not None
+    new_test = await judge_all(client, specs[chosen], test, policy=policy, retries=retries, contexts=contexts,
+                               progress=stage(done))
+    usage += sum((j.usage for j in new_test), Usage())
+    new_test_rate, new_test_failed = _agreement(new_test, test_t, specs[chosen], pass_at)
+
+    def compared() -> tuple[TestPairs, float]:
+        load_statistics()
+        pairs = [(_right(a, t, current, pass_at), _right(b, t, specs[chosen], pass_at))
+                 for a, b, t in zip(cur_test, new_test, test_t, strict=True)]
+        both = [(a, b) for a, b in pairs if a is not None and b is not None]
+        counted = TestPairs(both_right=sum(a and b for a, b in both), only_current=sum(a and not b for a, b in both),
+                            only_revised=sum(b and not a for a, b in both),
+                            both_wrong=sum(not a and not b for a, b in both), left_out=len(pairs) - len(both))
+        return counted, stats.mcnemar_exact(counted.only_current, counted.only_revised)
+
+    pairs, p_value = await anyio.to_thread.run_sync(compared)
+    kept = pairs.only_revised > pairs.only_current and p_value < ALPHA
+    conclusion = (f"kept: the revision agrees better on the test items (McNemar exact p = {p_value:.4g} < {ALPHA})"
+                  if kept else f"no significant gain on the test items (McNemar exact p = {p_value:.4g}, "
+                               f"{pairs.only_revised} items only the revision got right, {pairs.only_current} only "
+                               "the current judge): nothing changed")
+    diff = "".join(unified_diff([f"{line}\n" for line in text.splitlines()],
+                                [f"{line}\n" for line in best_text.splitlines()],
+                                f"current {_sha(text)[:12]}", f"revised {_sha(best_text)[:12]}"))
+    revised = JudgeAgreement(train=tried[chosen].train, test=new_test_rate, failed=tried[chosen].failed + new_test_failed)
+    return Alignment(kept=kept, conclusion=conclusion, current=current_agreement, revised=revised,
+                     test_pairs=pairs, p_value=p_value, instructions=best_text, diff=diff, usage=usage,
+                     **base)  # type: ignore[arg-type]

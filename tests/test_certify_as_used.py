@@ -1,0 +1,174 @@
+"""certify_judge and align_judge as hosts use them: a real `judge-mcp` process, the real MCP client, the loopback
+fake model behind the real OpenAI SDK scripted as judges whose agreement with the labels is known."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judges.calibration import stats
+from judges.calibration.align import split
+from tests.fake_model_server import FakeModelServer, Recorded, Scripted
+from tests.test_calibration_as_used import wait_job
+from tests.test_text_tools_as_used import judge_mcp
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+CRITERION = [{"name": "overall", "description": "Is the answer right?", "scale": {"min": 0, "max": 10}}]
+WRITER = "You improve an LLM judge."
+
+
+def labelled(passes: int, fails: int) -> list[dict[str, Any]]:
+    """Items ITEM-0 … labelled pass (human_score 1) then fail (0)."""
+    return [{"id": f"ITEM-{i}", "text": f"ITEM-{i} answer", "human_score": 1 if i < passes else 0}
+            for i in range(passes + fails)]
+
+
+def scorer(says_pass: Callable[[int, str], bool | None], top: float = 10) -> Callable[[Recorded], Scripted]:
+    """Scores ITEM-n 0.9 × top (pass) or 0.1 × top (fail) as says_pass(n, the request's text) decides; None: an
+    unreadable reply."""
+    def respond(rec: Recorded) -> Scripted:
+        text = rec.text()
+        found = re.search(r"ITEM-(\d+) answer", text)
+        verdict = says_pass(int(found.group(1)), text) if found else None
+        if verdict is None:
+            return Scripted(text="I cannot say.")
+        return Scripted(text=json.dumps({"reasoning": "r", "score": 0.9 * top if verdict else 0.1 * top}))
+    return respond
+
+
+async def test_a_judge_right_on_every_labelled_item_is_certified(tmp_path: Path, fake_server: FakeModelServer) -> None:
+    fake_server.respond_with(scorer(lambda n, _: n < 20))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        result = await c.call_tool("certify_judge", {"judge": "score_text", "criteria": CRITERION,
+                                                     "dataset": labelled(20, 20), "background": False})
+    cert = result.structured_content
+    assert not result.is_error and cert["certified"] is True
+    assert (cert["n_positive"], cert["n_negative"], cert["ties"], cert["failed"]) == (20, 20, 0, 0)
+    assert cert["tpr"] == cert["tnr"] == pytest.approx({"value": 1.0, "low": 20 / (20 + 1.959963984540054 ** 2),
+                                                        "high": 1.0})
+    assert cert["needed"] == {"positives": 0, "negatives": 0}
+    assert cert["pinned"]["model"] == "openai:gpt-fake" and len(cert["fingerprint"]) == 64
+    assert len(fake_server.requests) == 40
+
+
+async def test_a_judge_that_misses_negatives_is_not_certified_and_gets_a_plan(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Passes ITEM-20 and ITEM-21 (labelled fail); gives no readable score for ITEM-39.
+    fake_server.respond_with(scorer(lambda n, _: None if n == 39 else n < 22))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        started = await c.call_tool("certify_judge", {  # a background job, by default
+            "judge": "score_text", "criteria": CRITERION, "dataset": labelled(20, 20),
+            "verdicts": ["pass"] * 40 + ["fail"] * 60})
+        job = await wait_job(c, started.structured_content["job_id"])
+    cert = job["result"]
+    assert job["status"] == "completed" and job["total"] == 40 and cert["certified"] is False
+    assert (cert["n_positive"], cert["n_negative"], cert["failed"]) == (20, 19, 1)
+    assert cert["tnr"]["value"] == pytest.approx(17 / 19)
+    assert cert["needed"] == {"positives": 0, "negatives": stats.needed_for(17 / 19, 19, 0.8)}
+    assert [r["id"] for r in cert["results"] if r["judge"] == "failed"] == ["ITEM-39"]
+    expected = stats.rogan_gladen(40, 100, 1.0, 17 / 19, 20, 19)
+    corrected = cert["corrected"]
+    assert corrected["raw"]["value"] == 0.4 and corrected["covered"] is True
+    assert (corrected["corrected"]["value"], corrected["corrected"]["low"], corrected["corrected"]["high"]) == \
+        pytest.approx(expected)
+
+
+async def test_a_certificate_with_an_unknown_verdict_is_refused_before_any_model_call(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        result = await c.call_tool("certify_judge", {"judge": "score_text", "criteria": CRITERION,
+                                                     "dataset": labelled(2, 2), "verdicts": ["pass", "perhaps"]})
+    assert result.is_error and "verdicts[1]: a verdict is pass or fail" in result.content[0].text
+    assert fake_server.requests == []
+
+
+ITEMS = labelled(20, 20)
+TRAIN, TEST = split(["pass"] * 20 + ["fail"] * 20, 0, 0.3)  # type: ignore[arg-type]  # align_judge's default split
+HARD = {n for n in range(40) if n % 3 == 0 or (n in TEST and n % 2 == 0)}  # the current judge gets these wrong
+
+
+def current_judge(n: int) -> bool:
+    return (n < 20) != (n in HARD)
+
+
+async def align(tmp_path: Path, fake_server: FakeModelServer,
+                revised_judge: Callable[[int], bool]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def respond(rec: Recorded) -> Scripted:
+        text = rec.text()
+        if WRITER in text:
+            return Scripted(text=json.dumps({"instructions": "REVISED: pass only right answers.\nExample: ITEM-x",
+                                             "rationale": "sharper rules"}))
+        return scorer(lambda n, t: revised_judge(n) if "REVISED" in t else current_judge(n), top=100)(rec)
+
+    fake_server.respond_with(respond)
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        agent = (await c.call_tool("create_agent", {"name": "grader", "system_prompt": "CURRENT: pass right "
+                                                                                       "answers."})).structured_content
+        result = await c.call_tool("align_judge", {"agent_id": agent["id"], "dataset": ITEMS, "background": False})
+        assert not result.is_error, result.content[0].text
+        agents = (await c.call_tool("list_agents", {})).structured_content["agents"]
+    return result.structured_content, agents
+
+
+def assert_test_items_only_judged(fake_server: FakeModelServer) -> None:
+    texts = [r.text() for r in fake_server.requests]
+    writers = [i for i, t in enumerate(texts) if WRITER in t]
+    test_texts = [f"ITEM-{n} answer" for n in TEST]
+    assert writers and all(not any(x in texts[i] for x in test_texts) for i in writers)
+    with_test = [i for i, t in enumerate(texts) if any(x in t for x in test_texts)]
+    assert min(with_test) > max(writers)  # judged only after every revision was written and chosen
+    assert all(sum(x in texts[i] for x in test_texts) == 1 and "Score the response below" in texts[i]
+               for i in with_test)
+
+
+async def test_a_revision_that_wins_on_train_but_not_on_test_is_rejected(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    report, agents = await align(tmp_path, fake_server, lambda n: current_judge(n) if n in TEST else n < 20)
+    assert (report["kept"], report["new_agent_id"]) == (False, None)
+    assert report["revised"]["train"]["value"] == 1.0 and report["current"]["train"]["value"] < 1.0
+    assert report["revised"]["test"]["value"] == report["current"]["test"]["value"]
+    assert report["p_value"] == 1.0 and report["conclusion"].startswith("no significant gain")
+    assert report["test_ids"] == [f"ITEM-{n}" for n in TEST] and len(agents) == 1
+    assert_test_items_only_judged(fake_server)
+
+
+async def test_a_revision_that_wins_on_train_and_on_test_is_kept_as_a_new_agent(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    report, agents = await align(tmp_path, fake_server, lambda n: n < 20)
+    wrong_on_test = sum(n in HARD for n in TEST)
+    assert report["kept"] is True
+    assert report["test_pairs"] == {"both_right": len(TEST) - wrong_on_test, "only_current": 0,
+                                    "only_revised": wrong_on_test, "both_wrong": 0, "left_out": 0}
+    assert report["p_value"] == pytest.approx(2 / 2 ** wrong_on_test)
+    assert report["revised"]["test"]["value"] == 1.0
+    assert "-CURRENT: pass right answers.\n+REVISED: pass only right answers.\n" in report["diff"]
+    kept = [a for a in agents if a["id"] == report["new_agent_id"]]
+    assert kept[0]["name"] == "grader (aligned)" and kept[0]["system_prompt"].startswith("REVISED")
+    assert len(agents) == 2
+    assert_test_items_only_judged(fake_server)
+
+
+async def test_a_pass_mark_off_the_judges_scale_is_refused_before_any_model_call(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        result = await c.call_tool("certify_judge", {"judge": "score_text", "criteria": CRITERION, "pass_at": 500,
+                                                     "dataset": labelled(2, 2)})
+    assert result.is_error and result.content[0].text.endswith(
+        "pass_at: a score on the judge's scale 0–100 (score_text: its 0–100 total), e.g. 50 (got 500)")
+    assert fake_server.requests == []
+
+
+async def test_an_agent_without_guidelines_is_the_callers_error_not_an_incident(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        agent = (await c.call_tool("create_agent", {"name": "g", "system_prompt": "p"})).structured_content
+        result = await c.call_tool("certify_judge", {"judge": "score_text", "rubric": "helpfulness",
+                                                     "agent_id": agent["id"], "dataset": labelled(2, 2),
+                                                     "background": False})
+    assert result.is_error and "no guideline chunk matches the question" in result.content[0].text
+    assert "incident" not in result.content[0].text and fake_server.requests == []
