@@ -192,7 +192,9 @@ class Settings(BaseSettings):
                                    description="How guideline chunks are embedded: int8 ONNX MiniLM, or "
                                    "sentence-transformers (torch).")
     embedding_model: str = Field(default="packaged", description="'packaged' (all-MiniLM-L6-v2) or a model name/path.")
-    model_cache: Path | None = Field(default=None, description="Where exported models are kept; default <home>/models.")
+    model_cache: Path | None = Field(default=None, description=(
+        "Where the sentence-transformers backend keeps a model it downloads by name (with HF_HUB_OFFLINE=0); "
+        "default <home>/models. The default embedding model ships in the package."))
     warm_embeddings: bool = Field(default=True, description="Load the embedding model and the store in the background at start.")
     warm_delay_s: float = Field(default=1.0, ge=0, description="Seconds after start before the warm-up begins.")
     similarity_threshold: float = Field(default=INGEST.default_threshold, ge=0, le=1, description="Default least similarity (MiniLM).")
