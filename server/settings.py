@@ -349,6 +349,19 @@ class Settings(BaseSettings):
             text = Path(text[1:]).expanduser().read_text(encoding="utf-8")
         return parse_tokens(text)
 
+    @field_validator("embedding_backend", mode="after")
+    @classmethod
+    def _check_embedding_backend(cls, value: str) -> str:
+        # find_spec locates the package without importing it (torch would cost seconds of every start).
+        import importlib.util
+
+        if value == "sentence-transformers" and importlib.util.find_spec("sentence_transformers") is None:
+            raise ValueError("sentence-transformers is not installed: it comes with the extra, "
+                             "pip install 'judge-mcp[sentence-transformers]' (uvx --from "
+                             "'judge-mcp[sentence-transformers]' judge-mcp); or leave it unset (minilm-onnx-int8, "
+                             "the packaged model)")
+        return value
+
     @field_validator("model", mode="after")
     @classmethod
     def _check_model(cls, value: str) -> str:

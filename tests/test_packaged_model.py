@@ -57,3 +57,17 @@ def test_the_wheel_carries_the_model_its_license_and_every_tracked_non_python_fi
                              capture_output=True, text=True).stdout.split()
     data = [t for t in tracked if not t.endswith(".py")]
     assert data and [t for t in data if t not in names] == []
+
+
+def test_the_sentence_transformers_backend_without_its_extra_stops_the_start_naming_the_variable(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from server.settings import load_settings
+
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as if the extra were not installed
+    monkeypatch.setenv("JUDGE_MCP_EMBEDDING_BACKEND", "sentence-transformers")
+    with pytest.raises(SystemExit) as stopped:
+        load_settings()
+    assert str(stopped.value) == (
+        "judge-mcp: bad setting\n  JUDGE_MCP_EMBEDDING_BACKEND: Value error, sentence-transformers is not installed: it comes "
+        "with the extra, pip install 'judge-mcp[sentence-transformers]' (uvx --from "
+        "'judge-mcp[sentence-transformers]' judge-mcp); or leave it unset (minilm-onnx-int8, the packaged model)")
