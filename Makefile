@@ -63,7 +63,7 @@ bundle: wheel
 # The wheel as a user meets it (minutes; not in `make test`): installed with plain pip into a fresh venv under a
 # fresh HOME, started from / over stdio; no torch, its size, a PDF uploaded and searched.
 test-install: wheel
-	JUDGE_TEST_WHEEL="$(abspath $(wildcard dist/judge_mcp-*.whl))" $(VENV)/bin/pytest tests_install $(PYTEST_ARGS)
+	JUDGE_TEST_WHEEL="$$(ls $(CURDIR)/dist/judge_mcp-*.whl)" $(VENV)/bin/pytest tests_install $(PYTEST_ARGS)
 
 bench: $(TEST_STAMP) $(MODEL)
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
