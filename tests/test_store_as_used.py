@@ -85,7 +85,7 @@ def chunk_count(home: Path, agent_id: str, document_id: str) -> int:
     from rag.embedding import OnnxInt8Embedder
     from rag.store import GuidelineStore
 
-    return GuidelineStore(OnnxInt8Embedder(MODEL_CACHE), path=home / "chroma").count(agent_id, document_id)
+    return GuidelineStore(OnnxInt8Embedder(), path=home / "chroma").count(agent_id, document_id)
 
 
 async def new_agent(c: Any, name: str = "Brand") -> str:
@@ -171,7 +171,7 @@ def stored_vector(home: Path, agent_id: str) -> list[float]:
     from rag.embedding import OnnxInt8Embedder
     from rag.store import GuidelineStore, collection_name
 
-    store = GuidelineStore(OnnxInt8Embedder(MODEL_CACHE), path=home / "chroma")
+    store = GuidelineStore(OnnxInt8Embedder(), path=home / "chroma")
     with store._use() as client:
         got = client.get_collection(collection_name(agent_id), embedding_function=store._ef).get(include=["embeddings"])
     return [float(x) for x in got["embeddings"][0]]
@@ -183,7 +183,7 @@ async def test_ten_fresh_starts_are_clean_and_embed_alike(tmp_path: Path, fake_s
     from rag.embedding import OnnxInt8Embedder
 
     fake_server.respond_with(lambda rec: Scripted(text=VERDICT))
-    (reference,) = OnnxInt8Embedder(MODEL_CACHE).embed([SENTENCE])
+    (reference,) = OnnxInt8Embedder().embed([SENTENCE])
     outcomes = [await fresh_start(tmp_path / f"home{i}", fake_server) for i in range(10)]
     broken = [why for ok, why, _ in outcomes if not ok]
     assert broken == []
@@ -262,28 +262,3 @@ async def test_deleting_the_document_or_its_agent_during_the_upload_leaves_no_ch
     assert results["upload"].is_error
     assert says in results["upload"].content[0].text
     assert left == 0 and listed == []
-
-
-EXPORT = """
-import json, logging, sys
-from pathlib import Path
-logging.basicConfig(level=logging.INFO)
-from rag.embedding import OnnxInt8Embedder
-print(json.dumps(OnnxInt8Embedder(Path(sys.argv[1])).embed(["a red square on white"])[0]))
-"""
-
-
-def test_two_processes_on_one_fresh_home_export_the_model_once_and_both_embed_with_it(tmp_path: Path) -> None:
-    """Two servers starting on one fresh home: the model's export is not run twice into the same files (one could
-    move the other's half-written model into place, and every later start would fail to load it)."""
-    import subprocess
-
-    cache = tmp_path / "models"
-    procs = [subprocess.Popen([sys.executable, "-c", EXPORT, str(cache)], cwd=Path(__file__).resolve().parents[1],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    outs = [p.communicate(timeout=600) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outs]
-    assert sum("exporting the packaged MiniLM" in err for _, err in outs) == 1
-    assert json.loads(outs[0][0]) == json.loads(outs[1][0])
-    assert sorted(p.name for p in cache.iterdir()) == ["all-MiniLM-L6-v2-fused-int8.onnx",
-                                                       "all-MiniLM-L6-v2-fused-int8.onnx.lock"]

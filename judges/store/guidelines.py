@@ -301,9 +301,6 @@ class Guidelines:
 
     def waiting_for(self) -> str:
         """What the warm-up is doing now, in words for a person waiting on it."""
-        if getattr(self.store.embedder, "exporting", False):
-            return ("waiting for the embedding model: it is exported to ONNX once, on the first start with this "
-                    "model cache (~15-40 s); later starts load it in about a second")
         step = self.warmup.step
         return f"waiting for the server's warm-up: {step[1] if step else 'starting'}"
 
