@@ -24,7 +24,7 @@ from judges.text.scoring import BUILTIN_RUBRICS, Criterion, resolve_criteria
 
 from .context import ClientRoots, UseCache, app_of, image_policy, organization_of, roots_for
 from .errors import tool_errors
-from .jobs import or_job, run_or_background, uses_sampling
+from .jobs import or_job, run_or_background
 
 MAX_DATASET_BYTES = 20 * 1024 * 1024
 
@@ -122,7 +122,11 @@ def register(mcp: MCPServer[Any]) -> None:
                 sizes.texts(f"dataset item {item.id!r} candidates", [c for c in candidates if isinstance(c, str)])
         found: list[Criterion] = resolve_criteria(rubric, criteria) if judge == "score_text" else []
         agent = await app.store(app.agents.get, org, agent_id) if agent_id is not None else None
-        client = await app.model_for(ctx, model, agent=agent, cache=cache)
+        call = await app.judge_call(ctx, model=model or (agent.model if agent is not None else None), samples=samples,
+                                    cache=cache, background=bool(background), resolve=False)
+        if background is None:  # a dataset runs as a job unless its model is the host's own (it answers only now)
+            call.background = app.jobs is not None and not call.on_host()
+        await call.members()
         policy = image_policy(ctx, client_roots)
         spec = JudgeSpec(judge=judge, prompt_id=prompt_id, prompt_version=prompt_version, criteria=found,
                          method=method, candidate_type=candidate_type, samples=samples,
@@ -135,13 +139,11 @@ def register(mcp: MCPServer[Any]) -> None:
         scale = None if human_scale is None else (human_scale.min, human_scale.max)
 
         async def work(progress: Progress) -> CalibrationReport:
-            report = await calibrate(client, spec, items, policy=policy, retries=app.settings.pairwise_retries,
+            report = await calibrate(call, spec, items, policy=policy, retries=app.settings.pairwise_retries,
                                      human_scale=scale, contexts=contexts, progress=progress)
             return await app.store(CalibrationStore(app.db).save, org, report)
 
-        if background is None:
-            background = app.jobs is not None and not uses_sampling(ctx, model or app.settings.model)
-        return await run_or_background(ctx, "calibrate_judge", background, work, links=calibration_links)
+        return await run_or_background(ctx, "calibrate_judge", call, work, links=calibration_links)
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
     @tool_errors
