@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 from judges.call import JudgeCall
 from judges.errors import InputError
 from judges.progress import Progress
-from judges.store.jobs import Job, JobStatus, JobStore
+from judges.store.jobs import STOPPED, Job, JobStatus, JobStore
 
 from .client_log import client_log
 from .errors import tool_errors
@@ -150,7 +150,7 @@ class JobRunner:
                 if not scope.cancel_called:
                     with anyio.CancelScope(shield=True):  # the server is stopping: still record it
                         await self._store(self.store.finish, job_id, "interrupted",
-                                          error="the server stopped before the job finished; call the tool again")
+                                          error=STOPPED)
         await resource_updated(ctx, f"judge://jobs/{job_id}")  # completed, failed or cancelled
 
     async def cancel(self, org: str, job_id: str) -> Job:

@@ -178,7 +178,7 @@ async def test_viescore_calibration_reads_each_image_score_on_its_scale() -> Non
 
     from judges.calibration.core import calibrate
     from judges.inputs.images import ImagePolicy
-    from tests.scripted_model import ScriptedModel
+    from tests.scripted_model import ScriptedModel, call_of
 
     out = io.BytesIO()
     Image.new("RGB", (8, 8), "red").save(out, "PNG")
@@ -187,7 +187,7 @@ async def test_viescore_calibration_reads_each_image_score_on_its_scale() -> Non
     items = parse_dataset("\n".join(json.dumps({"instruction": f"ITEM {n}", "candidates": [red],
                                                  "human_scores": [h, h]}) for n, h in ((2, 0.2), (5, 0.3), (9, 1.0))),
                           "viescore")
-    r = await calibrate(model, JudgeSpec(judge="viescore"), items, policy=ImagePolicy(allowed_roots=[]), retries=0,
+    r = await calibrate(call_of(model), JudgeSpec(judge="viescore"), items, policy=ImagePolicy(allowed_roots=[]), retries=0,
                         human_scale=(0, 1))
     assert [x.judge for x in r.results] == [2.0, 5.0, 9.0] and r.judge_scale == (0.0, 10.0)
     assert r.length_bias is None and r.scores is not None and r.scores.spearman == pytest.approx(1.0)

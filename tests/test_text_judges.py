@@ -36,8 +36,9 @@ from judges.text.trajectory import Step, check_trajectory, evaluate_trajectory, 
 from tests.scripted_model import ScriptedModel, call_of
 
 
-def run(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
-    return anyio.run(lambda: fn(*args, **kwargs))
+def run(fn, model, *args, **kwargs):  # type: ignore[no-untyped-def]
+    """A judge called as a plain function, handed the call whose every model is `model`."""
+    return anyio.run(lambda: fn(call_of(model), *args, **kwargs))
 
 
 # --- claims and the reference short-circuit -------------------------------------------------

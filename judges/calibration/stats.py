@@ -103,11 +103,3 @@ def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float | None:
     from scipy import stats
 
     return _defined(stats.kendalltau(x, y).statistic)
-
-
-def majority(labels: Sequence[str]) -> str:
-    """The most common label; a tie between the most common ones is 'Tie'."""
-    counts = Counter(labels).most_common()
-    if len(counts) > 1 and counts[0][1] == counts[1][1]:
-        return "Tie"
-    return counts[0][0]

@@ -187,8 +187,9 @@ def overruled(v: JudgeVerdict, signals: Signals, runs: Sequence[GateRun]) -> tup
     return final, model_scores, overrides
 
 
-def majority(votes: Votes) -> str:
-    """The vote's majority; a split vote's strictest tied verdict (a Tie is never read as accept)."""
+def decided(votes: Votes) -> str:
+    """The verdict a vote decides: its majority; a split vote's strictest tied verdict (a Tie is never read as
+    accept)."""
     if votes.majority != "Tie":
         return votes.majority
     top = max(votes.counts.values())
@@ -229,7 +230,7 @@ async def judge(call: JudgeCall, asked: Sequence[Member], *, spec: str, signals:
                                            "minimal_fix": "; ".join(p["brief"] for p in plan) or "none needed"},
                              error=failure.describe(), raw_response=failure.raw, usage=usage)
     else:
-        final = majority(votes)
+        final = decided(votes)
         members: list[JuryMember] = []
         member_scores: list[dict[str, float | None]] = []
         for (name, _), member in zip(asked, by_member, strict=True):
@@ -237,11 +238,11 @@ async def judge(call: JudgeCall, asked: Sequence[Member], *, spec: str, signals:
             if mine:
                 member_scores.append(mean_scores([r[1] for r in mine]))
             failure = next((j.failure for j in member if j.failure is not None), None)
-            members.append(JuryMember(model=str(name), value=majority(vote([r[0] for r in mine])) if mine else None,
+            members.append(JuryMember(model=str(name), value=decided(vote([r[0] for r in mine])) if mine else None,
                                       error=None if mine or failure is None else failure.describe()))
         panel = verdict_jury(members) if jury else None
         if panel is not None:
-            final = majority(vote([str(m.value) for m in members if m.value is not None]))
+            final = decided(vote([str(m.value) for m in members if m.value is not None]))
         chosen_judged = next((j for j, r in ok if r[0] == final), ok[0][0])
         v = chosen_judged.value
         assert v is not None
