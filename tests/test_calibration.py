@@ -75,8 +75,9 @@ def test_confusion_counts_human_rows_against_judge_columns() -> None:
     assert stats.confusion(list("AABT"), list("ABBA"), ["A", "B", "T"]) == [[1, 1, 0], [0, 1, 0], [1, 0, 0]]
 
 
-def test_majority_of_a_split_vote_is_tie() -> None:
-    assert (stats.majority(["A", "B"]), stats.majority(["A", "B", "A"])) == ("Tie", "A")
+def test_the_human_winner_of_a_split_vote_is_tie() -> None:
+    split, decided = (Item(id=i, inputs={}, winners=w) for i, w in (("1", ["A", "B"]), ("2", ["A", "B", "A"])))
+    assert (split.human_winner(), decided.human_winner()) == ("Tie", "A")
 
 
 def _pair(item_id: str, human: list[str], a: str, b: str) -> Item:

@@ -23,7 +23,7 @@ from judges.inputs import caller_values
 from judges.models.protocol import Message, ModelClient, ModelRequest, Usage
 from judges.progress import Progress, no_progress
 from judges.reading.expected import expected_ratings
-from judges.reading.jury import Jury, JuryMember, score_jury
+from judges.reading.jury import Jury, jurors, score_jury
 from judges.reading.parsing import Judged, JudgeModel, run_judge
 from judges.reading.samples import SampleFailure, SampleStats, Votes, sample_stats, vote
 
@@ -684,18 +684,16 @@ async def judge_category(call: JudgeCall, asked: Sequence[Member], category: Cat
     pick = next((k for k, j in enumerate(sampled) if j.value is not None and read[k][0] == passed),
                 next((k for k, j in enumerate(sampled) if j.value is not None), 0))
     scores = [r[2] for r in read]
-    members: list[JuryMember] = []
-    member_means: list[float] = []
     names = [c.name for c in category.spec.criteria]
-    for m, (name, _) in enumerate(asked):
-        mine = [r for r, j in zip(read[m * samples:(m + 1) * samples], by_member[m], strict=True) if j.value is not None]
-        if mine:
-            member_means.append(statistics.fmean(r[2] for r in mine if r[2] is not None))
-        failure = next((j.failure for j in by_member[m] if j.failure is not None), None)
-        members.append(JuryMember(
-            model=str(name), value=[round(statistics.fmean(RATING_VALUE[r[1][c].rating or "poor"] for r in mine), 6)
-                                    for c in names] if mine else None,
-            error=None if mine or failure is None else failure.describe()))
+
+    def member_verdict(ok: list[Judged[Any]]) -> tuple[list[float], float]:
+        """A model's mean rating per criterion, and its mean score."""
+        mine = [read_category(category, j) for j in ok]
+        return ([round(statistics.fmean(RATING_VALUE[r[1][c].rating or "poor"] for r in mine), 6) for c in names],
+                statistics.fmean(r[2] for r in mine if r[2] is not None))
+
+    members, verdicts = jurors([name for name, _ in asked], by_member, member_verdict, lambda v: v[0])
+    member_means = [v[1] for v in verdicts]
     found_expected = [e for e in expected if e is not None]
     per = samples
     return CategoryResult(

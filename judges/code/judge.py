@@ -31,7 +31,7 @@ from judges.errors import ConfigError, InputError
 from judges.models.protocol import Message, ModelClient, ModelRequest, Usage
 from judges.patches.ops import DEFAULT_LIMITS, PatchLimits, ValidationReport, apply_patch, validate_patch
 from judges.progress import Progress, no_progress
-from judges.reading.jury import Jury, JuryMember, verdict_jury
+from judges.reading.jury import Jury, jurors, verdict_jury
 from judges.reading.parsing import Judged, JudgeModel, run_judge
 from judges.reading.samples import SampleFailure, SampleStats, Votes, sample_stats, vote
 
@@ -231,15 +231,12 @@ async def judge(call: JudgeCall, asked: Sequence[Member], *, spec: str, signals:
                              error=failure.describe(), raw_response=failure.raw, usage=usage)
     else:
         final = decided(votes)
-        members: list[JuryMember] = []
-        member_scores: list[dict[str, float | None]] = []
-        for (name, _), member in zip(asked, by_member, strict=True):
-            mine = [overruled(j.value, signals, runs) for j in member if j.value is not None]
-            if mine:
-                member_scores.append(mean_scores([r[1] for r in mine]))
-            failure = next((j.failure for j in member if j.failure is not None), None)
-            members.append(JuryMember(model=str(name), value=decided(vote([r[0] for r in mine])) if mine else None,
-                                      error=None if mine or failure is None else failure.describe()))
+        def member_verdict(ok: list[Judged[JudgeVerdict]]) -> tuple[str, dict[str, float | None]]:
+            mine = [overruled(j.value, signals, runs) for j in ok]  # type: ignore[arg-type]
+            return decided(vote([r[0] for r in mine])), mean_scores([r[1] for r in mine])
+
+        members, verdicts = jurors([name for name, _ in asked], by_member, member_verdict, lambda v: v[0])
+        member_scores = [v[1] for v in verdicts]
         panel = verdict_jury(members) if jury else None
         if panel is not None:
             final = decided(vote([str(m.value) for m in members if m.value is not None]))

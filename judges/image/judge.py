@@ -16,7 +16,7 @@ from judges.errors import ConfigError
 from judges.models.protocol import Message, ModelClient, ModelRequest, TextPart, Usage
 from judges.progress import Progress, no_progress
 from judges.reading.expected import expected_score
-from judges.reading.jury import Jury, JuryMember, score_jury
+from judges.reading.jury import Jury, jurors, score_jury
 from judges.reading.parsing import Judged, JudgeModel, run_judge
 from judges.reading.samples import SampleFailure, SampleStats, sample_stats
 from judges.reading.verdicts import VerdictError, read_rating_on
@@ -245,16 +245,11 @@ async def evaluate(call: JudgeCall, agents: Sequence[Agent], images: Sequence[An
 
         by_member = await call.ask(members, one)
         sampled = [j for member in by_member for j in member]
-        member_means = []
-        if jury:
-            jurors = []
-            for (name, _), member in zip(members, by_member, strict=True):
-                raws = [j.value.score for j in member if j.value is not None]
-                failure = next((j.failure for j in member if j.failure is not None), None)
-                member_means += [sum(raws) / len(raws)] if raws else []
-                jurors.append(JuryMember(model=str(name), value=scale.to_100(sum(raws) / len(raws)) if raws else None,
-                                         error=None if raws or failure is None else failure.describe()))
-            data["jury"] = score_jury(jurors)
+        member_means: list[float] = []
+        if jury:  # each model's score: the mean of its samples'
+            panel, member_means = jurors([name for name, _ in members], by_member,
+                                         lambda ok: sum(j.value.score for j in ok) / len(ok), scale.to_100)
+            data["jury"] = score_jury(panel)
         judged = next((j for j in sampled if j.value is not None), sampled[0])
         data.update(usage=sum((j.usage for j in sampled), Usage()), latency_ms=round(max(j.latency_ms for j in sampled), 1),
                     model=judged.model, scale=scale)
