@@ -43,16 +43,6 @@ LABELS: dict[Kind, tuple[str, str]] = {"image": ("Image A", "Image B"), "text": 
 WINNER_KEYS = ("winner", "Winner", "WINNER", "choice", "answer", "verdict", "Verdict", "preferred", "better")
 
 
-def normalize_winner(raw: Any, kind: Kind = "image") -> str | None:
-    """The seed's alias table (image_a, image a, a → Image A; the same for B; tie, equal, both → Tie);
-    None for anything else, including "none"/"neither" (a failure, never a tie)."""
-    try:
-        winner = winner_word(raw)
-    except VerdictError:
-        return None
-    return None if winner is None else label_of(winner, kind)
-
-
 def label_of(winner: str, kind: Kind) -> str:
     a, b = LABELS[kind]
     return {"A": a, "B": b}.get(winner, "Tie")
@@ -352,12 +342,8 @@ class VieReading(BaseModel):
     raw: Any = None
 
 
-def parse_viescore(text: str, family: str, scale: tuple[float, float] = VIESCORE_SCALE) -> float:
+def read_viescore(text: str, family: str, scale: tuple[float, float] = VIESCORE_SCALE) -> VieReading:
     """The score from a judge's reply: the last JSON object with a `score` field, checked against its scale."""
-    return _viescore_json(text, family, scale).score
-
-
-def _viescore_json(text: str, family: str, scale: tuple[float, float]) -> VieReading:
     for candidate in reversed(json_candidates(text)):
         if isinstance(candidate, dict) and "score" in candidate:
             check_viescore_range(candidate["score"], scale)
@@ -387,7 +373,7 @@ async def viescore(client: ModelClient, *, kind: Kind, instruction: str, candida
 
     async def score(i: int) -> None:
         request = _request(_content(kind, instruction, candidates[i], None, source, prompt_id), sample, logprobs)
-        judged = await run_judge(client, request, VieReading, parse=lambda t: _viescore_json(t, family, scale),
+        judged = await run_judge(client, request, VieReading, parse=lambda t: read_viescore(t, family, scale),
                                  conventions=_viescore_conventions(scale) if family == "scalar" else None,
                                  repair=retries > 0, structured=False)
         raws[f"edited_image_{i}"] = judged.raw_texts
