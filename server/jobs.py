@@ -1,7 +1,8 @@
 """Progress and background jobs for long tools: `run_or_background` is the one helper every long tool calls.
 
 A long tool's body builds `work(progress)` (the core call, with everything it needs from the request already
-taken) and returns `await run_or_background(ctx, "tool_name", background, work)`. In the foreground the work
+taken) and returns `await run_or_background(ctx, "tool_name", call, work)` (`call`: the call's JudgeCall,
+which says whether it runs in the background). In the foreground the work
 reports progress to the client (notifications/progress, and log notifications for clients that asked);
 with background=true the call returns a `JobStarted` at once and the work runs in the server's task group,
 its progress and its result stored by the JobStore, read with get_job. The tool's return annotation is
