@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
-from judges.errors import InputError
+from judges.errors import InputError, JudgeError
 from judges.models.registry import JURY_MAX, jury_models
 from judges.reading.samples import run_samples
 
@@ -100,7 +100,12 @@ class JudgeCall:
         for each agent it judges with (`agents`), else for the call's own model."""
         if not self.background:
             return
-        agents: Sequence[Agent | None] = (await self.agents()) if self.agents is not None else [None]
+        agents: Sequence[Agent | None] = [None]
+        if self.agents is not None:
+            try:
+                agents = await self.agents()
+            except JudgeError:  # no agents, an unknown run: the job fails with it, as the call would
+                return
         if any(self.on_host(agent) for agent in agents or [None]):
             raise InputError(BACKGROUND_ON_HOST)
 
