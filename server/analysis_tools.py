@@ -54,7 +54,7 @@ def register(mcp: MCPServer) -> None:
         await anyio.to_thread.run_sync(sizes.json, "schema", schema)
         sizes.text("input_url", input_url)
         sizes.text("user_context", user_context)
-        jury = await app.jury_for(ctx, models, cache=cache) if models is not None else None
+        call = await app.judge_call(ctx, models, samples=samples, cache=cache, background=background, resolve=False)
         bounds = None
         if cardinality is not None:
             bounds = {}
@@ -65,11 +65,10 @@ def register(mcp: MCPServer) -> None:
 
         async def work(progress: Progress) -> AnalysisResult:
             return await evaluate_analysis(
-                lambda: app.model_for(ctx, cache=cache), analysis=analysis, input_url=input_url, user_context=user_context,
+                call, analysis=analysis, input_url=input_url, user_context=user_context,
                 context_type=context_type, schema=schema, cardinality=bounds, insight_fields=insight_fields,
                 deterministic_checks=deterministic_checks, llm_judges=llm_judges,
-                custom=app.analysis_categories, progress=progress, samples=samples, jury=jury,
-                logprobs=expected_score,
+                custom=app.analysis_categories, progress=progress, logprobs=expected_score,
             )
 
-        return await run_or_background(ctx, "evaluate_analysis", background, work)
+        return await run_or_background(ctx, "evaluate_analysis", call, work)

@@ -25,9 +25,9 @@ from judges.calibration.chart import calibration_chart
 from judges.calibration.core import CalibrationReport, Contexts, JudgeSpec, calibrate, check_spec
 from judges.calibration.dataset import Item, JudgeName, parse_dataset
 from judges.calibration.store import CalibrationStore
+from judges.call import JudgeCall
 from judges.errors import InputError
 from judges.inputs.paths import read_resolved, resolve_file
-from judges.models.protocol import ModelClient
 from judges.progress import Progress
 from judges.reading.samples import check_samples
 from judges.store.agents import Agent, ScoreScale
@@ -36,7 +36,7 @@ from judges.text.scoring import BUILTIN_RUBRICS, Criterion, resolve_criteria
 
 from .context import ClientRoots, UseCache, app_of, image_policy, organization_of, roots_for
 from .errors import tool_errors
-from .jobs import or_job, run_or_background, uses_sampling
+from .jobs import or_job, run_or_background
 from .startup import LISTED_AS
 
 MAX_DATASET_BYTES = 20 * 1024 * 1024
@@ -104,7 +104,7 @@ class Prepared(NamedTuple):
     org: str
     items: list[Item]
     spec: JudgeSpec
-    client: ModelClient
+    call: JudgeCall
     policy: Any
     contexts: Contexts | None
     agent: Agent | None
@@ -113,9 +113,11 @@ class Prepared(NamedTuple):
 async def _prepared(ctx: Context, *, judge: JudgeName, dataset: Any, dataset_path: str | None, agent_id: str | None,
                     model: str | None, prompt_id: str | None, prompt_version: str | None, rubric: Any,
                     criteria: list[Criterion] | None, method: str, candidate_type: str,
-                    score_scale: ScoreScale | None, samples: int, cache: bool, client_roots: Any) -> Prepared:
+                    score_scale: ScoreScale | None, samples: int, cache: bool, background: bool | None,
+                    client_roots: Any) -> Prepared:
     """What calibrate_judge, certify_judge and align_judge share: the dataset read and checked, the judge's
-    spec, its model client and the agent's guideline contexts."""
+    spec, its JudgeCall (a dataset runs as a job unless `background` says otherwise or its model is the host's
+    own, which answers only while the call is open) and the agent's guideline contexts."""
     app = app_of(ctx)
     org = organization_of(ctx)
     check_samples(samples, app.settings.max_samples)
@@ -149,7 +151,11 @@ async def _prepared(ctx: Context, *, judge: JudgeName, dataset: Any, dataset_pat
         found = [agent_criterion(agent.system_prompt, (agent.score_scale.min, agent.score_scale.max))]
     elif judge == "score_text":
         found = resolve_criteria(rubric, criteria)
-    client = await app.model_for(ctx, model, agent=agent, cache=cache)
+    call = await app.judge_call(ctx, model=model or (agent.model if agent is not None else None), samples=samples,
+                                cache=cache, background=bool(background), resolve=False)
+    if background is None:
+        call.background = app.jobs is not None and not call.on_host()
+    await call.members()
     policy = image_policy(ctx, client_roots)
     spec = JudgeSpec(judge=judge, prompt_id=prompt_id, prompt_version=prompt_version, criteria=found,
                      method=method, candidate_type=candidate_type, samples=samples,
@@ -159,13 +165,8 @@ async def _prepared(ctx: Context, *, judge: JudgeName, dataset: Any, dataset_pat
     if agent_id is not None and judge == "score_text" and not own:
         async def contexts(query: str) -> list[str]:
             return [c.text for c in await guideline_contexts(app.guidelines, org, agent_id, query)]
-    return Prepared(app, org, items, spec, client, policy, contexts, agent)
+    return Prepared(app, org, items, spec, call, policy, contexts, agent)
 
-
-def _background(ctx: Context, background: bool | None, model: str | None, app: Any) -> bool:
-    if background is None:
-        return app.jobs is not None and not uses_sampling(ctx, model or app.settings.model)
-    return background
 
 
 def register(mcp: MCPServer[Any]) -> None:
@@ -201,17 +202,17 @@ def register(mcp: MCPServer[Any]) -> None:
         prepared = await _prepared(ctx, judge=judge, dataset=dataset, dataset_path=dataset_path, agent_id=agent_id,
                                    model=model, prompt_id=prompt_id, prompt_version=prompt_version, rubric=rubric,
                                    criteria=criteria, method=method, candidate_type=candidate_type,
-                                   score_scale=score_scale, samples=samples, cache=cache, client_roots=client_roots)
-        app, org, items, spec, client, policy, contexts, _ = prepared
+                                   score_scale=score_scale, samples=samples, cache=cache, background=background,
+                                   client_roots=client_roots)
+        app, org, items, spec, call, policy, contexts, _ = prepared
         scale = None if human_scale is None else (human_scale.min, human_scale.max)
 
         async def work(progress: Progress) -> CalibrationReport:
-            report = await calibrate(client, spec, items, policy=policy, retries=app.settings.pairwise_retries,
+            report = await calibrate(call, spec, items, policy=policy, retries=app.settings.pairwise_retries,
                                      human_scale=scale, contexts=contexts, progress=progress)
             return await app.store(CalibrationStore(app.db).save, org, report)
 
-        return await run_or_background(ctx, "calibrate_judge", _background(ctx, background, model, app), work,
-                                       links=calibration_links)
+        return await run_or_background(ctx, "calibrate_judge", call, work, links=calibration_links)
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
     @tool_errors
@@ -255,22 +256,22 @@ def register(mcp: MCPServer[Any]) -> None:
         and TNR with 95% Wilson intervals; certified only when both lower bounds reach threshold, else the
         labelled positives and negatives still needed. Ties and failures are counted. The fingerprint pins
         model, prompts, rubric, settings and samples. With verdicts: their corrected pass rate."""
-        app, _org, items, spec, client, policy, contexts, _ = await _prepared(
+        app, _org, items, spec, call, policy, contexts, _ = await _prepared(
             ctx, judge=judge, dataset=dataset, dataset_path=dataset_path, agent_id=agent_id, model=model,
             prompt_id=prompt_id, prompt_version=prompt_version, rubric=rubric, criteria=criteria, method=method,
             candidate_type=candidate_type, score_scale=score_scale, samples=samples, cache=cache,
-            client_roots=client_roots)
+            background=background, client_roots=client_roots)
         check_pass_at(spec, pass_at)  # refused now, not as a failed background job
         if verdicts is not None:  # read off the event loop: up to a million of them
             await anyio.to_thread.run_sync(check_verdicts, verdicts, spec)
 
         async def work(progress: Progress) -> Certificate:
-            return await certify(client, spec, items, policy=policy, retries=app.settings.pairwise_retries,
+            return await certify(call, spec, items, policy=policy, retries=app.settings.pairwise_retries,
                                  threshold=threshold, pass_at=pass_at, human_pass_at=human_pass_at,
                                  verdicts=verdicts, run_fingerprint=verdicts_fingerprint, contexts=contexts,
                                  progress=progress)
 
-        return await run_or_background(ctx, "certify_judge", _background(ctx, background, model, app), work)
+        return await run_or_background(ctx, "certify_judge", call, work)
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=False, open_world_hint=True))
     @tool_errors
@@ -295,10 +296,11 @@ def register(mcp: MCPServer[Any]) -> None:
         a seeded stratified split; revisions written from train disagreements only, chosen on train; kept as a
         new agent only when it beats the current judge on the held-out test items (McNemar exact p < 0.05).
         Reports both test agreements with intervals, the p-value, cost and the diff."""
-        app, org, items, spec, client, policy, contexts, agent = await _prepared(
+        app, org, items, spec, call, policy, contexts, agent = await _prepared(
             ctx, judge="score_text", dataset=dataset, dataset_path=dataset_path, agent_id=agent_id, model=model,
             prompt_id=None, prompt_version=None, rubric=None, criteria=None, method="direct",
-            candidate_type="auto", score_scale=None, samples=1, cache=cache, client_roots=client_roots)
+            candidate_type="auto", score_scale=None, samples=1, cache=cache, background=background,
+            client_roots=client_roots)
         assert agent is not None
         check_align(items, test_fraction, candidates)
         check_pass_at(spec, pass_at)
@@ -307,7 +309,7 @@ def register(mcp: MCPServer[Any]) -> None:
         assert judge_pass is not None and human_pass is not None
 
         async def work(progress: Progress) -> Alignment:
-            result = await align(client, agent.system_prompt, (agent.score_scale.min, agent.score_scale.max), items,
+            result = await align(call, agent.system_prompt, (agent.score_scale.min, agent.score_scale.max), items,
                                  agent_id=agent.id, pass_at=judge_pass, human_pass_at=human_pass, seed=seed,
                                  test_fraction=test_fraction, candidates=candidates, policy=policy,
                                  retries=app.settings.pairwise_retries, contexts=contexts, progress=progress)
@@ -321,4 +323,4 @@ def register(mcp: MCPServer[Any]) -> None:
                 result.new_agent_id = kept.id
             return result
 
-        return await run_or_background(ctx, "align_judge", _background(ctx, background, model, app), work)
+        return await run_or_background(ctx, "align_judge", call, work)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
@@ -118,21 +118,17 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
         if run_gates or candidates:
             check_gates_may_run(app.settings, settings)
         check_samples(samples, app.settings.max_samples)
-        jury = await app.jury_for(ctx, models, cache=cache) if models is not None else None
-        try:
-            client: Any = jury[0][1] if jury else await app.model_for(ctx, cache=cache)
-        except ConfigError:
-            client = None
+        call = await app.judge_call(ctx, models, samples=samples, cache=cache, background=background, resolve=False)
         roots = roots_for(ctx, client_roots)
 
         async def work(progress: Progress) -> CodeVerdict:
             return await judge_code(
-                client, spec=spec, root=root, files=files, diff=diff, run_gates_=run_gates,
+                call, spec=spec, root=root, files=files, diff=diff, run_gates_=run_gates,
                 gates=chosen, model_notes=model_notes, candidates=candidates,
-                allowed_roots=roots, settings=settings, progress=progress, samples=samples, jury=jury,
+                allowed_roots=roots, settings=settings, progress=progress,
             )
 
-        return await run_or_background(ctx, "judge_code", background, work)
+        return await run_or_background(ctx, "judge_code", call, work)
 
     @mcp.tool(name="propose_patch", annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=False,
                                                                 open_world_hint=True))
@@ -157,13 +153,13 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
         settings = gate_settings(app.settings)
         if diagnostics is None or apply_and_rejudge:
             check_gates_may_run(app.settings, settings)
-        client, roots = await app.model_for(ctx, cache=cache), roots_for(ctx, client_roots)
+        call, roots = await app.judge_call(ctx, cache=cache, background=background), roots_for(ctx, client_roots)
 
         async def work(progress: Progress) -> ProposedPatch:
             return await propose_patch(
-                client, spec=spec, root=root, files=files, diagnostics=diagnostics,
+                call, spec=spec, root=root, files=files, diagnostics=diagnostics,
                 fix_plan=fix_plan, max_rounds=max_rounds, apply_and_rejudge=apply_and_rejudge,
                 allowed_roots=roots, settings=settings, limits=app.settings.patch_limits(), progress=progress,
             )
 
-        return await run_or_background(ctx, "propose_patch", background, work)
+        return await run_or_background(ctx, "propose_patch", call, work)

@@ -8,7 +8,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from judges.pairwise.judge import CompareResult, compare, compare_jury
+from judges.pairwise.judge import CompareResult, compare
 from judges.progress import Progress
 from judges.reading.samples import check_samples
 from judges.store.agents import ScoreScale
@@ -49,8 +49,8 @@ def register(mcp: MCPServer) -> None:
         consistency), or VIEScore scores for one or two images. Progress: each order (or candidate)."""
         app = app_of(ctx)
         check_samples(samples, app.settings.max_samples)
-        jury = await app.jury_for(ctx, models, cache=cache) if models is not None else None
-        client, policy = (jury[0][1] if jury else await app.model_for(ctx, cache=cache)), image_policy(ctx, client_roots)
+        call = await app.judge_call(ctx, models, samples=samples, cache=cache, background=background)
+        policy = image_policy(ctx, client_roots)
 
         async def work(progress: Progress) -> CompareResult:
             arguments = dict(instruction=instruction, candidates=candidates,
@@ -58,9 +58,7 @@ def register(mcp: MCPServer) -> None:
                              prompt_version=prompt_version, candidate_type=candidate_type,
                              policy=policy, retries=app.settings.pairwise_retries,
                              score_scale=None if score_scale is None else (score_scale.min, score_scale.max),
-                             samples=samples, logprobs=expected_score)
-            if jury is not None:
-                return await compare_jury(jury, progress=progress, **arguments)
-            return await compare(client, progress=progress, **arguments)  # type: ignore[arg-type]
+                             logprobs=expected_score)
+            return await compare(call, progress=progress, **arguments)  # type: ignore[arg-type]
 
-        return await run_or_background(ctx, "pairwise_compare", background, work)
+        return await run_or_background(ctx, "pairwise_compare", call, work)

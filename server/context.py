@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
@@ -16,7 +16,8 @@ from mcp.types import ListRootsResult
 from pydantic import Field
 
 import prompts
-from judges.errors import ConfigError, InputError
+from judges.call import JudgeCall, spell_jury
+from judges.errors import ConfigError
 from judges.image.runs import RunStore
 from judges.image.service import ImageJudging, ImageSettings
 from judges.inputs.images import ImagePolicy
@@ -24,7 +25,7 @@ from judges.inputs.paths import Roots
 from judges.models.guard import CallPolicy
 from judges.models.prices import DEFAULT_PRICES
 from judges.models.protocol import ModelClient
-from judges.models.registry import JURY_MAX, BackendConfig, ModelRegistry, jury_models
+from judges.models.registry import BackendConfig, ModelRegistry
 from judges.patches.journal import recover_registered
 from judges.store.access import RateLimiter
 from judges.store.agents import Agent, AgentStore
@@ -69,31 +70,37 @@ class AppContext:
         before, on the loop."""
         return await self.db.run(functools.partial(fn, *args, **kwargs))
 
-    async def model_for(self, ctx: Any, model: str | None = None, *, agent: Agent | None = None,
-                        cache: bool = True) -> ModelClient:
-        """How every tool hands a judge its model: the call's `model`, else the `agent`'s own model, else the
-        server's default, with the host's sampling offered when this call's client has it (ModelRegistry.resolve).
-        The organization is the call's: an agent is only ever one the caller's organization owns. The client
-        is metered for that organization (result cache unless `cache` is false, cost, usage); a call whose
+    async def judge_call(self, ctx: Any, models: Sequence[str] | None = None, *, model: str | None = None,
+                         samples: int = 1, cache: bool = True, background: bool = False,
+                         agents: Callable[[], Awaitable[Sequence[Agent]]] | None = None,
+                         resolve: bool = True) -> JudgeCall:
+        """How every tool hands a judge its models (judges/call.py): one JudgeCall from the call's `model` or jury
+        (`models`), its samples, cache and background. It resolves through the one resolver (ModelRegistry.resolve:
+        the call's model, else the agent's own, else the server's default, with the host's sampling when this
+        call's client offers it), and refuses a background call whose resolved model is the host's own. The
+        organization is the call's: an agent is only ever one the caller's organization owns. Each client is
+        metered for that organization (result cache unless `cache` is false, cost, usage); a call whose
         organization has spent its daily budget, or that names a model with no price while a budget is set, is
-        refused here, before any model request, and each later request reserves its estimated cost first
-        (judges/store/metering.py). Async because that budget is read from the store (Metering.client: off the
-        event loop on PostgreSQL)."""
+        refused when its model is resolved (here, unless `resolve` is false: then when the judge asks for it), before
+        any model request, and each later request reserves its estimated cost first (judges/store/metering.py).
+        `agents`: the agents the call judges with, when agents judge (for the background check)."""
         sampling = SamplingClient(ctx) if sampling_offered(ctx) else None
-        client = self.models.resolve(model, sampling=sampling, agent_model=agent.model if agent is not None else None)
-        if self.metering is None:
-            return client
-        return await self.metering.client(client, organization_of(ctx), getattr(client, "model_id", None),
-                                          use_cache=cache)
+        org = organization_of(ctx)
 
-    async def jury_for(self, ctx: Any, models: list[str], *, cache: bool = True) -> list[tuple[str, ModelClient]]:
-        """A jury: each named model, in its one spelling (jury_models: one model named twice counts once), through
-        the one resolver (model_for), in the order given."""
-        try:
-            spelled = jury_models(models, JURY_MAX)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-        return [(m, await self.model_for(ctx, m, cache=cache)) for m in spelled]
+        async def resolve_model(name: str | None, agent_model: str | None) -> ModelClient:
+            client = self.models.resolve(name, sampling=sampling, agent_model=agent_model)
+            if self.metering is None:
+                return client
+            return await self.metering.client(client, org, getattr(client, "model_id", None), use_cache=cache)
+
+        def host_model(name: str | None, agent_model: str | None) -> bool:
+            return self.models.host_model(name, agent_model, offered=sampling is not None)
+
+        call = JudgeCall(resolve_model, host_model, model=model, models=spell_jury(models) if models is not None else (),
+                         samples=samples, background=background, agents=agents)
+        if resolve:
+            await call.members()
+        return call
 
 
 UseCache = Annotated[bool, Field(description=SHARED_OPTIONS["cache"])]

@@ -91,18 +91,17 @@ def register(mcp: MCPServer) -> None:
         app = app_of(ctx)
         org, policy = organization_of(ctx), image_policy(ctx, client_roots)
         check_samples(samples, app.settings.max_samples)
-        jury = await app.jury_for(ctx, models, cache=cache) if models is not None else None
+        call = await app.judge_call(ctx, models, samples=samples, cache=cache, background=background, resolve=False,
+                                    agents=lambda: app.images.panel(org, agent_ids, run_id))
 
         async def work(progress: Progress) -> ImageEvaluation:
             result = await app.images.evaluate_image(
-                org, brief=brief, images=images, prompt=prompt, agent_ids=agent_ids, run_id=run_id,
-                max_iterations=max_iterations, client_for=lambda agent: app.model_for(ctx, agent=agent, cache=cache),
-                policy=policy, progress=progress, samples=samples, jury=jury,
-                jury_for=lambda models: app.jury_for(ctx, models, cache=cache), logprobs=expected_score)
+                call, org, brief=brief, images=images, prompt=prompt, agent_ids=agent_ids, run_id=run_id,
+                max_iterations=max_iterations, policy=policy, progress=progress, logprobs=expected_score)
             await resource_updated(ctx, f"judge://runs/{result.run_id}", f"judge://runs/{result.run_id}/chart.png")
             return result
 
-        return await run_or_background(ctx, "evaluate_image", background, work, lambda r: run_links(r.run_id))
+        return await run_or_background(ctx, "evaluate_image", call, work, lambda r: run_links(r.run_id))
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
     @tool_errors
@@ -143,10 +142,10 @@ def register(mcp: MCPServer) -> None:
         promptInstruction included verbatim (checked). Progress: each stage."""
         app = app_of(ctx)
         given = given_evaluations(evaluations)
-        org, client = organization_of(ctx), await app.model_for(ctx, cache=cache)
+        org, call = organization_of(ctx), await app.judge_call(ctx, cache=cache, background=background)
 
         async def work(progress: Progress) -> OptimizedPrompt:
             return await app.images.optimize(org, brief=brief, prompt=prompt, run_id=run_id, evaluations=given,
-                                             client=client, progress=progress)
+                                             call=call, progress=progress)
 
-        return await run_or_background(ctx, "optimize_prompt", background, work)
+        return await run_or_background(ctx, "optimize_prompt", call, work)

@@ -1,7 +1,8 @@
 """Progress and background jobs for long tools: `run_or_background` is the one helper every long tool calls.
 
 A long tool's body builds `work(progress)` (the core call, with everything it needs from the request already
-taken) and returns `await run_or_background(ctx, "tool_name", background, work)`. In the foreground the work
+taken) and returns `await run_or_background(ctx, "tool_name", call, work)` (`call`: the call's JudgeCall,
+which says whether it runs in the background). In the foreground the work
 reports progress to the client (notifications/progress, and log notifications for clients that asked);
 with background=true the call returns a `JobStarted` at once and the work runs in the server's task group,
 its progress and its result stored by the JobStore, read with get_job. The tool's return annotation is
@@ -28,9 +29,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ContentBlock, ResourceLink, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from judges.call import JudgeCall
 from judges.errors import InputError
 from judges.progress import Progress
-from judges.store.jobs import Job, JobStatus, JobStore
+from judges.store.jobs import STOPPED, Job, JobStatus, JobStore
 
 from .client_log import client_log
 from .errors import tool_errors
@@ -149,7 +151,7 @@ class JobRunner:
                 if not scope.cancel_called:
                     with anyio.CancelScope(shield=True):  # the server is stopping: still record it
                         await self._store(self.store.finish, job_id, "interrupted",
-                                          error="the server stopped before the job finished; call the tool again")
+                                          error=STOPPED)
         await resource_updated(ctx, f"judge://jobs/{job_id}")  # completed, failed or cancelled
 
     async def cancel(self, org: str, job_id: str) -> Job:
@@ -170,22 +172,14 @@ class JobRunner:
             scope.cancel()
 
 
-def uses_sampling(ctx: Any, model: str) -> bool:
-    """Whether the default model resolves to the host's sampling for this client (as the registry does)."""
-    from judges.models.registry import parse_model_string
-
-    from .sampling import sampling_offered
-
-    return parse_model_string(model)[0] in ("sampling", "auto") and sampling_offered(ctx)
-
-
-async def run_or_background(ctx: Any, tool: str, background: bool, work: Work,
+async def run_or_background(ctx: Any, tool: str, call: JudgeCall, work: Work,
                             links: Callable[[Any], Sequence[ResourceLink]] | None = None) -> CallToolResult:
-    """Run `work` now, reporting progress to the client, or as a background job (returns a JobStarted).
+    """Run `work` now, reporting progress to the client, or, when the call asks for background, as a background
+    job (returns a JobStarted; refused first when a model the call would ask is the host's own: JudgeCall.ready).
     `links(result)`: resource links to add to a foreground result's content."""
     from .context import app_of, organization_of
 
-    if not background:
+    if not call.background:
         result = await work(report_to(ctx))
         # Off the event loop: the result's JSON text (indented, so Python's own encoder) of thousands of claims or
         # steps took 0.3 s.
@@ -193,11 +187,7 @@ async def run_or_background(ctx: Any, tool: str, background: bool, work: Work,
     app = app_of(ctx)
     if app.jobs is None:
         raise InputError("background jobs are not available in this server; call the tool without background")
-    if uses_sampling(ctx, app.settings.model):
-        raise InputError(
-            "background: the model here is the host's own (MCP sampling), which can only answer while the call is "
-            "open, so this call cannot run as a background job. Call it without background, or set "
-            "JUDGE_MCP_MODEL to an API backend (e.g. anthropic:<model>) for background jobs.")
+    await call.ready()
     runner = app.jobs
     job = await runner.start(ctx, organization_of(ctx), tool, work)
     await client_log(ctx, "notice", f"{tool} started as job {job.job_id}")

@@ -61,13 +61,13 @@ def register(mcp: MCPServer[Any]) -> None:
         found = resolve_criteria(rubric, criteria)
         passages = [*(context or []), *(c.text for c in await _agent_contexts(ctx, agent_id, instruction or text))]
 
-        client = await app_of(ctx).model_for(ctx, cache=cache)
+        call = await app_of(ctx).judge_call(ctx, cache=cache, background=background)
 
         async def work(progress: Progress) -> TextScore:
-            return await score_text(client, text=text, criteria=found, instruction=instruction,
+            return await score_text(call, text=text, criteria=found, instruction=instruction,
                                     reference=reference, context=passages, method=method, progress=progress)
 
-        return await run_or_background(ctx, "score_text", background, work)
+        return await run_or_background(ctx, "score_text", call, work)
 
     @mcp.tool(name="compare_to_reference", annotations=JUDGE)
     @tool_errors
@@ -86,13 +86,13 @@ def register(mcp: MCPServer[Any]) -> None:
         sizes.text("reference", reference)
         sizes.text("instruction", instruction)
 
-        client = await app_of(ctx).model_for(ctx, cache=cache)
+        call = await app_of(ctx).judge_call(ctx, cache=cache, background=background)
 
         async def work(progress: Progress) -> ReferenceComparison:
-            return await compare_to_reference(client, text=text, reference=reference,
+            return await compare_to_reference(call, text=text, reference=reference,
                                               instruction=instruction, progress=progress)
 
-        return await run_or_background(ctx, "compare_to_reference", background, work)
+        return await run_or_background(ctx, "compare_to_reference", call, work)
 
     @mcp.tool(name="rank_texts", annotations=JUDGE)
     @tool_errors
@@ -113,14 +113,14 @@ def register(mcp: MCPServer[Any]) -> None:
         sizes.text("instruction", instruction)
         sizes.texts("candidates", candidates)
 
-        client = await app.model_for(ctx, cache=cache)
+        call = await app.judge_call(ctx, cache=cache, background=background)
 
         async def work(progress: Progress) -> Ranking:
-            return await rank_texts(client, instruction=instruction, candidates=candidates, method=method,
+            return await rank_texts(call, instruction=instruction, candidates=candidates, method=method,
                                     max_calls=app.settings.rank_max_calls, retries=app.settings.pairwise_retries,
                                     progress=progress)
 
-        return await run_or_background(ctx, "rank_texts", background, work)
+        return await run_or_background(ctx, "rank_texts", call, work)
 
     @mcp.tool(name="evaluate_rag_answer", annotations=JUDGE)
     @tool_errors
@@ -144,13 +144,13 @@ def register(mcp: MCPServer[Any]) -> None:
         found = [RagContext(text=c) for c in contexts or []]
         found += await _agent_contexts(ctx, agent_id, question)
 
-        client = await app_of(ctx).model_for(ctx, cache=cache)
+        call = await app_of(ctx).judge_call(ctx, cache=cache, background=background)
 
         async def work(progress: Progress) -> RagEvaluation:
-            return await evaluate_rag_answer(client, question=question, answer=answer,
+            return await evaluate_rag_answer(call, question=question, answer=answer,
                                              contexts=found, progress=progress)
 
-        return await run_or_background(ctx, "evaluate_rag_answer", background, work)
+        return await run_or_background(ctx, "evaluate_rag_answer", call, work)
 
     @mcp.tool(name="evaluate_trajectory", annotations=JUDGE)
     @tool_errors
@@ -171,10 +171,10 @@ def register(mcp: MCPServer[Any]) -> None:
         sizes.items("steps", steps, "e.g. judge the trajectory in parts, or leave out steps that repeat")
         sizes.items("expected_tools", expected_tools, "e.g. each tool once per expected call")
 
-        client = await app_of(ctx).model_for(ctx, cache=cache)
+        call = await app_of(ctx).judge_call(ctx, cache=cache, background=background)
 
         async def work(progress: Progress) -> TrajectoryEvaluation:
-            return await evaluate_trajectory(client, goal=goal, steps=steps,
+            return await evaluate_trajectory(call, goal=goal, steps=steps,
                                              expected_tools=expected_tools, progress=progress)
 
-        return await run_or_background(ctx, "evaluate_trajectory", background, work)
+        return await run_or_background(ctx, "evaluate_trajectory", call, work)

@@ -7,8 +7,11 @@ as-used suite; this is for the logic above the client: reading, repair, failures
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
+from judges.call import JudgeCall
+from judges.errors import ConfigError
 from judges.models.protocol import ModelReply, ModelRequest, Usage
 
 Reply = str | ModelReply | BaseException
@@ -48,3 +51,19 @@ class ScriptedModel:
         """The text of the last user message of the last request (what the judge was last asked)."""
         (part, *_) = self.requests[-1].messages[-1].content
         return str(getattr(part, "text", ""))
+
+
+def call_of(client: Any = None, *, samples: int = 1, jury: Sequence[tuple[str, Any]] | None = None) -> JudgeCall:
+    """The JudgeCall a judge is handed, for a judge called as a plain function: every model is `client`, or the
+    call names `jury` (name, client) pairs; with neither, a missing backend (ConfigError) as a server without
+    one would give."""
+    named = dict(jury or [])
+
+    async def resolve(model: str | None, agent_model: str | None) -> Any:
+        if model in named:
+            return named[model]
+        if client is None:
+            raise ConfigError("no model backend (test)")
+        return client
+
+    return JudgeCall(resolve, models=tuple(named), samples=samples)

@@ -75,8 +75,9 @@ def test_confusion_counts_human_rows_against_judge_columns() -> None:
     assert stats.confusion(list("AABT"), list("ABBA"), ["A", "B", "T"]) == [[1, 1, 0], [0, 1, 0], [1, 0, 0]]
 
 
-def test_majority_of_a_split_vote_is_tie() -> None:
-    assert (stats.majority(["A", "B"]), stats.majority(["A", "B", "A"])) == ("Tie", "A")
+def test_the_human_winner_of_a_split_vote_is_tie() -> None:
+    split, decided = (Item(id=i, inputs={}, winners=w) for i, w in (("1", ["A", "B"]), ("2", ["A", "B", "A"])))
+    assert (split.human_winner(), decided.human_winner()) == ("Tie", "A")
 
 
 def _pair(item_id: str, human: list[str], a: str, b: str) -> Item:
@@ -178,7 +179,7 @@ async def test_viescore_calibration_reads_each_image_score_on_its_scale() -> Non
 
     from judges.calibration.core import calibrate
     from judges.inputs.images import ImagePolicy
-    from tests.scripted_model import ScriptedModel
+    from tests.scripted_model import ScriptedModel, call_of
 
     out = io.BytesIO()
     Image.new("RGB", (8, 8), "red").save(out, "PNG")
@@ -187,7 +188,7 @@ async def test_viescore_calibration_reads_each_image_score_on_its_scale() -> Non
     items = parse_dataset("\n".join(json.dumps({"instruction": f"ITEM {n}", "candidates": [red],
                                                  "human_scores": [h, h]}) for n, h in ((2, 0.2), (5, 0.3), (9, 1.0))),
                           "viescore")
-    r = await calibrate(model, JudgeSpec(judge="viescore"), items, policy=ImagePolicy(allowed_roots=[]), retries=0,
+    r = await calibrate(call_of(model), JudgeSpec(judge="viescore"), items, policy=ImagePolicy(allowed_roots=[]), retries=0,
                         human_scale=(0, 1))
     assert [x.judge for x in r.results] == [2.0, 5.0, 9.0] and r.judge_scale == (0.0, 10.0)
     assert r.length_bias is None and r.scores is not None and r.scores.spearman == pytest.approx(1.0)

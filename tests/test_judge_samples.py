@@ -22,7 +22,7 @@ from judges.models.protocol import ModelRequest, TokenLogprob, Usage
 from judges.reading.expected import expected_ratings, expected_score, label_reader
 from tests.fake_model_server import FakeModelServer, Recorded, Scripted
 from tests.mcp_helpers import call, error_of
-from tests.scripted_model import ScriptedModel
+from tests.scripted_model import ScriptedModel, call_of
 from tests.test_samples import by_model, first_asks, image_verdict, png
 from tests.test_text_tools_as_used import judge_mcp
 
@@ -43,8 +43,10 @@ BRIEF = ProjectBrief(naming={}, conventions={}, glossary=[], layers=[], imports=
 
 async def judged(model: ScriptedModel | None, *, samples: int = 1, runs: list[GateRun] | None = None,
                  signals: Signals | None = None, jury: list[tuple[str, Any]] | None = None) -> Any:
-    return await judge(model, spec="sum two numbers", signals=signals or Signals(), runs=runs or [], brief=BRIEF,
-                       diff=None, model_notes=None, samples=samples, jury=jury)
+    call = call_of(model, samples=samples, jury=jury)
+    asked = [] if model is None and not jury else await call.members()
+    return await judge(call, asked, spec="sum two numbers", signals=signals or Signals(), runs=runs or [],
+                       brief=BRIEF, diff=None, model_notes=None)
 
 
 # --- judge_code's verdict, with the scripted model --------------------------------------------------
@@ -140,7 +142,7 @@ async def test_category_samples_report_the_spread_of_the_score_and_the_pass_vote
                                      1: ratings("impressive", "impressive", "sufficient"),
                                      2: ratings("poor", "sufficient", "sufficient")}))
     usage: list[Usage] = []
-    result = await judge_category([(None, model)], general_quality(), VARIABLES, usage, samples=3)
+    result = await judge_category(call_of(model, samples=3), [(None, model)], general_quality(), VARIABLES, usage)
     stats = result.sample_stats
     assert stats is not None and result.votes is not None
     # scores: 3/3 = 1, 5/3, 2/3; mean 10/9, sd 0.5092 (sample)
@@ -156,7 +158,7 @@ async def test_a_failed_category_sample_is_counted_and_left_out() -> None:
     model = ScriptedModel(lambda request: {0: ratings("poor", "poor", "poor"), 1: "Looks fine overall.",
                                            2: ratings("poor", "sufficient", "poor")}[request.sample]
                           if len(request.messages) == 1 else "Still cannot.")
-    result = await judge_category([(None, model)], general_quality(), VARIABLES, [], samples=3)
+    result = await judge_category(call_of(model, samples=3), [(None, model)], general_quality(), VARIABLES, [])
     assert result.sample_stats is not None and result.votes is not None
     # the scores 0 and 1/3 (as 0.333333): mean 0.166666
     assert (result.sample_stats.scored, result.sample_stats.failed, result.sample_stats.mean) == (2, 1, 0.166666)
@@ -169,7 +171,8 @@ async def test_a_failed_category_sample_is_counted_and_left_out() -> None:
 async def test_a_category_jury_averages_each_criterion_and_reports_alpha() -> None:
     a = ScriptedModel(lambda request: ratings("poor", "sufficient", "impressive"), name="m:a")
     b = ScriptedModel(lambda request: ratings("sufficient", "sufficient", "impressive"), name="m:b")
-    result = await judge_category([("m:a", a), ("m:b", b)], general_quality(), VARIABLES, [])
+    result = await judge_category(call_of(jury=[("m:a", a), ("m:b", b)]), [("m:a", a), ("m:b", b)], general_quality(),
+                                  VARIABLES, [])
     assert result.jury is not None
     assert (result.jury.verdict, result.score, result.passed) == ([0.5, 1.0, 2.0], round(7 / 6, 6), False)
     assert result.votes is not None and result.votes.model_dump() == {

@@ -23,7 +23,7 @@ from judges.text.rag import RagContext, evaluate_rag_answer
 from judges.text.trajectory import Step, evaluate_trajectory
 from tests.fake_model_server import FakeModelServer, Scripted
 from tests.mcp_helpers import JUDGE_MCP, StdioSession, server_env
-from tests.scripted_model import ScriptedModel
+from tests.scripted_model import ScriptedModel, call_of
 from tests.test_hostile import http_client, raw_call, stall_while
 
 # What "stalls no one" means here: the other organization's list_agents (a few ms alone) answers within this
@@ -178,7 +178,7 @@ def test_claim_splitting_and_the_faithfulness_prompt_grow_linearly_with_the_answ
         answer = "Ok. " * (n // 4)
 
         async def run() -> None:
-            await evaluate_rag_answer(ScriptedModel(lambda request: '{"score": 3}'), question="What?",
+            await evaluate_rag_answer(call_of(ScriptedModel(lambda request: '{"score": 3}')), question="What?",
                                       answer=answer, contexts=[RagContext(text="A passage.")])
         return run
 
@@ -191,7 +191,7 @@ def test_evaluate_trajectory_grows_linearly_with_the_steps() -> None:
         steps = [Step(tool=f"tool_{i}", arguments={"i": i}, result="Error: failed") for i in range(n)]
 
         async def run() -> None:
-            await evaluate_trajectory(ScriptedModel(lambda request: '{"goal_reached": false, "score": 1}'),
+            await evaluate_trajectory(call_of(ScriptedModel(lambda request: '{"goal_reached": false, "score": 1}')),
                                       goal="Do it.", steps=steps)
         return run
 
@@ -364,6 +364,6 @@ async def test_an_answer_of_more_claims_than_one_judgement_takes_is_refused_befo
             raise AssertionError("no model call may be made")
 
     with pytest.raises(InputError) as refused:
-        await evaluate_rag_answer(NoModel(), question="q?", answer="It is so. " * (MAX_CLAIMS + 1),  # type: ignore[arg-type]
+        await evaluate_rag_answer(call_of(NoModel()), question="q?", answer="It is so. " * (MAX_CLAIMS + 1),
                                   contexts=[RagContext(text="It is so.")])
     assert str(refused.value).startswith(f"answer splits into {MAX_CLAIMS + 1:,} claims; the limit is {MAX_CLAIMS:,}")

@@ -11,13 +11,23 @@ import pytest
 from mcp import Client
 from PIL import Image
 
-from judges.pairwise.judge import combine_orders, normalize_winner, read_score, swap_back
+from judges.pairwise.judge import Kind, combine_orders, label_of, read_score, swap_back
 from judges.reading.parsing import OutputError
+from judges.reading.verdicts import VerdictError, winner_word
 from server.app import create_server
 from server.settings import Settings
 from tests.fake_model_server import FakeModelServer, Recorded, Scripted
 
 pytestmark = pytest.mark.anyio
+
+def normalize_winner(raw: Any, kind: Kind = "image") -> str | None:
+    """A winner as the reading path reads it (winner_word), labelled (label_of); None when it is none."""
+    try:
+        winner = winner_word(raw)
+    except VerdictError:
+        return None
+    return None if winner is None else label_of(winner, kind)
+
 
 
 @pytest.mark.parametrize(

@@ -36,7 +36,7 @@ def server_with_probe(settings: Any) -> Any:
     @mcp.tool()
     @tool_errors
     async def probe_judge(ctx: Context) -> Outcome:
-        client = await app_of(ctx).model_for(ctx)
+        client = await (await app_of(ctx).judge_call(ctx)).client()
         judged = await run_judge(client, ModelRequest(system="Judge.", messages=[Message.user("Rate 1-10")]), Score)
         return Outcome(model=judged.model, score=judged.value.score if judged.value else None,
                        failure=judged.failure.kind if judged.failure else None)

@@ -33,11 +33,12 @@ from judges.text.scoring import (
     weighted_total,
 )
 from judges.text.trajectory import Step, check_trajectory, evaluate_trajectory, looks_failed
-from tests.scripted_model import ScriptedModel
+from tests.scripted_model import ScriptedModel, call_of
 
 
-def run(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
-    return anyio.run(lambda: fn(*args, **kwargs))
+def run(fn, model, *args, **kwargs):  # type: ignore[no-untyped-def]
+    """A judge called as a plain function, handed the call whose every model is `model`."""
+    return anyio.run(lambda: fn(call_of(model), *args, **kwargs))
 
 
 # --- claims and the reference short-circuit -------------------------------------------------
@@ -243,7 +244,7 @@ def test_one_memo_asks_the_steps_once_for_many_items_scored_at_once() -> None:
         found: list[scoring.TextScore] = []
 
         async def one(i: int) -> None:
-            found.append(await score_text(model, text=f"Item {i}", criteria=[builtin_criterion("correctness")],
+            found.append(await score_text(call_of(model), text=f"Item {i}", criteria=[builtin_criterion("correctness")],
                                           method="g_eval", steps=memo))
 
         async with anyio.create_task_group() as tg:

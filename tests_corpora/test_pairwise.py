@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from judges.pairwise.judge import combine_orders, parse_viescore, swap_back
+from judges.pairwise.judge import combine_orders, read_viescore, swap_back
 from judges.reading.parsing import OutputError
 from judges.reading.verdicts import VerdictError, read_pair
 from tests_corpora.conftest import corpus
@@ -22,7 +22,7 @@ def test_viescore_sample_records_of_every_shape_parse_to_the_stored_scores() -> 
     for r in records:
         stored = r["stored_record"]["score"]
         expected = min(float(x) for x in stored) if isinstance(stored, list) else float(stored)
-        assert parse_viescore(json.dumps(r["stored_record"]), "visual_quality") == expected
+        assert read_viescore(json.dumps(r["stored_record"]), "visual_quality").score == expected
     assert len(records) == 78
 
 
@@ -31,7 +31,7 @@ def test_unparseable_viescore_outputs_invent_no_score() -> None:
     for r in _jsonl("viescore_unparseable_raw_mllm_judge_outputs.jsonl"):
         for family in ("scalar", "instruction_following", "visual_quality", "other"):
             try:
-                parse_viescore(r["raw_output"], family)
+                read_viescore(r["raw_output"], family)
                 invented += 1
             except OutputError:
                 pass

@@ -8,7 +8,7 @@ import json
 import re
 import statistics
 import urllib.parse
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -17,14 +17,15 @@ import anyio
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
 
 import prompts
+from judges.call import JudgeCall, Member
 from judges.errors import ConfigError, InputError
 from judges.inputs import caller_values
 from judges.models.protocol import Message, ModelClient, ModelRequest, Usage
 from judges.progress import Progress, no_progress
 from judges.reading.expected import expected_ratings
-from judges.reading.jury import Jury, JuryMember, score_jury
+from judges.reading.jury import Jury, jurors, score_jury
 from judges.reading.parsing import Judged, JudgeModel, run_judge
-from judges.reading.samples import SampleFailure, SampleStats, Votes, run_samples, sample_stats, vote
+from judges.reading.samples import SampleFailure, SampleStats, Votes, sample_stats, vote
 
 Rating = Literal["poor", "sufficient", "impressive"]
 
@@ -659,18 +660,17 @@ class CategoryResult(BaseModel):
                                   "counted and left out.")
 
 
-async def judge_category(asked: Sequence[tuple[str | None, ModelClient]], category: Category,
-                         variables: dict[str, Any], usage: list[Usage], samples: int = 1,
-                         logprobs: bool = False) -> CategoryResult:
-    """One category by each model, `samples` times at once; with one model and one sample, exactly its reply."""
+async def judge_category(call: JudgeCall, asked: Sequence[Member], category: Category,
+                         variables: dict[str, Any], usage: list[Usage], logprobs: bool = False) -> CategoryResult:
+    """One category by each model (`asked`: call.members), the call's samples times at once; with one model
+    and one sample, exactly its reply."""
     reply_model = _reply_model(category.spec)
+    samples = call.samples
 
-    def asker(model: ModelClient) -> Any:
-        async def one(sample: int) -> Judged[Any]:
-            return await run_judge(model, category_request(category, variables, sample, logprobs), reply_model)
-        return one
+    async def one(model: ModelClient, sample: int) -> Judged[Any]:
+        return await run_judge(model, category_request(category, variables, sample, logprobs), reply_model)
 
-    by_member = await run_samples(len(asked), lambda m: run_samples(samples, asker(asked[m][1])))
+    by_member = await call.ask(asked, one)
     sampled = [j for member in by_member for j in member]
     usage.extend(j.usage for j in sampled)
     read = [read_category(category, j) for j in sampled]
@@ -684,18 +684,16 @@ async def judge_category(asked: Sequence[tuple[str | None, ModelClient]], catego
     pick = next((k for k, j in enumerate(sampled) if j.value is not None and read[k][0] == passed),
                 next((k for k, j in enumerate(sampled) if j.value is not None), 0))
     scores = [r[2] for r in read]
-    members: list[JuryMember] = []
-    member_means: list[float] = []
     names = [c.name for c in category.spec.criteria]
-    for m, (name, _) in enumerate(asked):
-        mine = [r for r, j in zip(read[m * samples:(m + 1) * samples], by_member[m], strict=True) if j.value is not None]
-        if mine:
-            member_means.append(statistics.fmean(r[2] for r in mine if r[2] is not None))
-        failure = next((j.failure for j in by_member[m] if j.failure is not None), None)
-        members.append(JuryMember(
-            model=str(name), value=[round(statistics.fmean(RATING_VALUE[r[1][c].rating or "poor"] for r in mine), 6)
-                                    for c in names] if mine else None,
-            error=None if mine or failure is None else failure.describe()))
+
+    def member_verdict(ok: list[Judged[Any]]) -> tuple[list[float], float]:
+        """A model's mean rating per criterion, and its mean score."""
+        mine = [read_category(category, j) for j in ok]
+        return ([round(statistics.fmean(RATING_VALUE[r[1][c].rating or "poor"] for r in mine), 6) for c in names],
+                statistics.fmean(r[2] for r in mine if r[2] is not None))
+
+    members, verdicts = jurors([name for name, _ in asked], by_member, member_verdict, lambda v: v[0])
+    member_means = [v[1] for v in verdicts]
     found_expected = [e for e in expected if e is not None]
     per = samples
     return CategoryResult(
@@ -710,7 +708,7 @@ async def judge_category(asked: Sequence[tuple[str | None, ModelClient]], catego
         sample_stats=sample_stats(scores, [SampleFailure(sample=k, kind=j.failure.kind, message=j.failure.message)
                                            for k, j in enumerate(sampled) if j.failure is not None])
         if samples > 1 else None,
-        votes=votes, jury=score_jury(members) if len(asked) > 1 else None)
+        votes=votes, jury=score_jury(members) if asked[0][0] is not None else None)
 
 
 class AnalysisUsage(BaseModel):
@@ -734,17 +732,16 @@ class AnalysisResult(BaseModel):
 
 
 async def evaluate_analysis(
-    client_for: Callable[[], Awaitable[ModelClient]], *, analysis: Any, input_url: str | None = None,
+    call: JudgeCall, *, analysis: Any, input_url: str | None = None,
     user_context: str | None = None,
     context_type: str | None = None, schema: dict[str, Any] | None = None,
     cardinality: dict[str, tuple[int, int]] | None = None, insight_fields: Sequence[str] | None = None,
     deterministic_checks: Sequence[str] = tuple(DETERMINISTIC), llm_judges: Sequence[str] = tuple(BUILTIN),
-    custom: Mapping[str, Category] | None = None, progress: Progress = no_progress, samples: int = 1,
-    jury: Sequence[tuple[str, ModelClient]] | None = None, logprobs: bool = False,
+    custom: Mapping[str, Category] | None = None, progress: Progress = no_progress, logprobs: bool = False,
 ) -> AnalysisResult:
     """D-checks in the given order, stopping at the first failure; then the LLM categories, concurrently
-    (each with its samples, by each model of a jury). Progress: each check and each category (total: both,
-    as asked)."""
+    (each with the call's samples, by each of its models). Without a model backend the categories are skipped
+    (partial). Progress: each check and each category (total: both, as asked)."""
     unknown = [d for d in deterministic_checks if d not in DETERMINISTIC]
     if unknown:
         raise InputError(f"unknown deterministic checks {unknown}; use {', '.join(DETERMINISTIC)}")
@@ -779,25 +776,24 @@ async def evaluate_analysis(
             return AnalysisResult(passed=False, checks=checks, stopped_at=f"{key} {check.check_name}")
     results: dict[str, CategoryResult] = {}
     usage: list[Usage] = []
-    client: ModelClient | None = None
+    asked: list[Member] = []
     note: str | None = None
     if categories:
         try:
-            client = jury[0][1] if jury else await client_for()
+            asked = await call.members()
         except ConfigError as exc:  # no model: the deterministic checks stand on their own
             note = f"The LLM categories were skipped: {exc}"
-    if client is None:
+    if not asked:
         skipped = {c.name: CategoryResult(passed=False, checks={}, skipped="no model") for c in categories}
         return AnalysisResult(passed=all(c.passed for c in checks), checks=checks, categories=skipped,
                               partial=bool(skipped), note=note)
     if categories:
-        asked: Sequence[tuple[str | None, ModelClient]] = jury or [(None, client)]
         variables = {"analysis": json.dumps(data, indent=1, ensure_ascii=False), "user_context": user_context or "(none)",
                      "context_type": context_type or "unspecified",
                      "product_overview": json.dumps(_get(data, "product_overview"), indent=1, ensure_ascii=False)}
 
         async def one(category: Category) -> None:
-            results[category.name] = result = await judge_category(asked, category, variables, usage, samples, logprobs)
+            results[category.name] = result = await judge_category(call, asked, category, variables, usage, logprobs)
             passed = result.passed
             await progress(len(checks) + len(results), steps, f"category {category.name} "
                            f"{'passed' if passed else 'failed'} ({len(results)} of {len(categories)} categories)")

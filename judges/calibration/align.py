@@ -18,8 +18,9 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, Field
 
+from judges.call import JudgeCall
 from judges.errors import InputError
-from judges.models.protocol import ModelClient, Usage
+from judges.models.protocol import Usage
 from judges.progress import Progress, no_progress
 from judges.reading.parsing import JudgeModel
 from judges.text.scoring import Criterion, Scale
@@ -155,7 +156,7 @@ def check_align(items: Sequence[Item], test_fraction: float, candidates: int) ->
                              "e.g. \"human_critique\": \"misses the refund policy\"")
 
 
-async def align(client: ModelClient, text: str, scale: tuple[float, float], items: Sequence[Item], *,
+async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: Sequence[Item], *,
                 agent_id: str, pass_at: float, human_pass_at: float, seed: int = 0, test_fraction: float = 0.3,
                 candidates: int = 2, policy: Any = None, retries: int = 1, contexts: Contexts | None = None,
                 progress: Progress = no_progress) -> Alignment:
@@ -181,7 +182,7 @@ async def align(client: ModelClient, text: str, scale: tuple[float, float], item
         return report
 
     usage = Usage()
-    cur_train = await judge_all(client, current, train, policy=policy, retries=retries, contexts=contexts,
+    cur_train = await judge_all(call, current, train, policy=policy, retries=retries, contexts=contexts,
                                 progress=stage(done))
     done += len(train)
     usage += sum((j.usage for j in cur_train), Usage())
@@ -193,7 +194,7 @@ async def align(client: ModelClient, text: str, scale: tuple[float, float], item
     if wrong:
         for k in range(candidates):
             await progress(done, total, f"writing revision {k + 1} of {candidates}")
-            written = await ask(client, "calibration/revise@v1", Revision, max_tokens=4096, judge=text,
+            written = await ask(await call.client(), "calibration/revise@v1", Revision, max_tokens=4096, judge=text,
                                 disagreements=wrong, agreements=right, candidate=k + 1, candidates=candidates,
                                 focus=FOCUS[k], low=f"{scale[0]:g}", high=f"{scale[1]:g}",
                                 pass_at=f"{scale[0] + (scale[1] - scale[0]) * pass_at / 100:g}")
@@ -208,7 +209,7 @@ async def align(client: ModelClient, text: str, scale: tuple[float, float], item
                 done += len(train)
                 continue
             spec = JudgeSpec(judge="score_text", criteria=[agent_criterion(written.value.instructions, scale)])
-            judged = await judge_all(client, spec, train, policy=policy, retries=retries, contexts=contexts,
+            judged = await judge_all(call, spec, train, policy=policy, retries=retries, contexts=contexts,
                                      progress=stage(done))
             done += len(train)
             usage += sum((j.usage for j in judged), Usage())
@@ -219,7 +220,7 @@ async def align(client: ModelClient, text: str, scale: tuple[float, float], item
     usable = [k for k, c in enumerate(tried) if c.train is not None]
     chosen = max(usable, key=lambda k: (tried[k].train.value, -k)) if usable else None  # type: ignore[union-attr]
     # The test items are judged only now, after the choice: nothing about them reaches the writer or the choice.
-    cur_test = await judge_all(client, current, test, policy=policy, retries=retries, contexts=contexts,
+    cur_test = await judge_all(call, current, test, policy=policy, retries=retries, contexts=contexts,
                                progress=stage(done))
     done += len(test)
     usage += sum((j.usage for j in cur_test), Usage())
@@ -234,7 +235,7 @@ async def align(client: ModelClient, text: str, scale: tuple[float, float], item
                          usage=usage, **base)  # type: ignore[arg-type]
     best_text = texts[chosen]
     assert best_text is not None
-    new_test = await judge_all(client, specs[chosen], test, policy=policy, retries=retries, contexts=contexts,
+    new_test = await judge_all(call, specs[chosen], test, policy=policy, retries=retries, contexts=contexts,
                                progress=stage(done))
     usage += sum((j.usage for j in new_test), Usage())
     new_test_rate, new_test_failed = _agreement(new_test, test_t, specs[chosen], pass_at)

@@ -18,8 +18,9 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, Field
 
+from judges.call import JudgeCall
 from judges.errors import InputError
-from judges.models.protocol import ModelClient, Usage
+from judges.models.protocol import Usage
 from judges.progress import Progress, no_progress
 
 from . import stats
@@ -239,7 +240,7 @@ def check_threshold(threshold: float) -> None:
         raise InputError(f"threshold: a rate strictly between 0 and 1, e.g. 0.8 (got {threshold:g})")
 
 
-async def certify(client: ModelClient, spec: JudgeSpec, items: Sequence[Item], *, policy: Any, retries: int,
+async def certify(call: JudgeCall, spec: JudgeSpec, items: Sequence[Item], *, policy: Any, retries: int,
                   threshold: float = DEFAULT_THRESHOLD, pass_at: float | None = None,
                   human_pass_at: float | None = None, verdicts: Sequence[Any] | None = None,
                   run_fingerprint: str | None = None, contexts: Contexts | None = None,
@@ -251,7 +252,8 @@ async def certify(client: ModelClient, spec: JudgeSpec, items: Sequence[Item], *
     if spec.judge != "pairwise_compare":
         pass_at = default_pass_at(spec) if pass_at is None else pass_at
         human_pass_at = default_human_pass_at(items, spec) if human_pass_at is None else human_pass_at
-    judged = await judge_all(client, spec, items, policy=policy, retries=retries, contexts=contexts,
+    client = await call.client()
+    judged = await judge_all(call, spec, items, policy=policy, retries=retries, contexts=contexts,
                              progress=progress)
 
     def computed() -> Certificate:

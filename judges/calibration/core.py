@@ -9,8 +9,9 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, Field
 
+from judges.call import JudgeCall
 from judges.errors import InputError
-from judges.models.protocol import ModelClient, Usage
+from judges.models.protocol import Usage
 from judges.pairwise.judge import VIESCORE_SCALE, compare
 from judges.progress import Progress, no_progress
 from judges.text.scoring import Criterion, StepsMemo, score_text
@@ -133,26 +134,25 @@ def _winner(label: str) -> str:
     return "Failed" if label == "Failed" else "Tie"
 
 
-async def judge_item(client: ModelClient, spec: JudgeSpec, item: Item, *, policy: Any, retries: int,
+async def judge_item(call: JudgeCall, spec: JudgeSpec, item: Item, *, policy: Any, retries: int,
                      contexts: Contexts | None, steps: StepsMemo | None = None) -> Judged:
-    """One item through the judge's core, as its tool would call it (pairwise and VIEScore with `spec.samples`
-    samples: the majority verdict, or the mean score)."""
+    """One item through the judge's core, as its tool would call it (pairwise and VIEScore with the call's
+    samples, `spec.samples`: the majority verdict, or the mean score)."""
     x = item.inputs
     if spec.judge == "score_text":
         passages = list(x.get("context") or [])
         if contexts is not None:
             passages += await contexts(x.get("instruction") or x["text"])
-        scored = await score_text(client, text=x["text"], criteria=spec.criteria, instruction=x.get("instruction"),
+        scored = await score_text(call, text=x["text"], criteria=spec.criteria, instruction=x.get("instruction"),
                                   reference=x.get("reference"), context=passages, method=spec.method, steps=steps)
         failure = None if scored.total is not None else "; ".join(
             f"{c.name}: {c.failure.kind}" for c in scored.criteria if c.failure is not None) or "no score"
         return Judged(value=scored.total, usage=scored.usage, failure=failure)
     method = "pairwise" if spec.judge == "pairwise_compare" else "viescore"
-    result = await compare(client, instruction=x["instruction"], candidates=x["candidates"],
+    result = await compare(call, instruction=x["instruction"], candidates=x["candidates"],
                            input_image=x.get("input_image"), method=method, swap=True, prompt_id=spec.prompt_id,
                            prompt_version=spec.prompt_version, candidate_type=spec.candidate_type, policy=policy,
-                           retries=retries, score_scale=spec.score_scale if method == "viescore" else None,
-                           samples=spec.samples)
+                           retries=retries, score_scale=spec.score_scale if method == "viescore" else None)
     failure = "; ".join(f"{f.get('kind')}: {f.get('message')}" for f in result.failures) or None
     if method == "viescore":
         value = result.value if isinstance(result.value, int | float) else None
@@ -299,15 +299,16 @@ def check_spec(spec: JudgeSpec) -> None:
         raise InputError("score_text calibration needs rubric or criteria, e.g. rubric: \"helpfulness\"")
 
 
-async def calibrate(client: ModelClient, spec: JudgeSpec, items: Sequence[Item], *, policy: Any, retries: int,
+async def calibrate(call: JudgeCall, spec: JudgeSpec, items: Sequence[Item], *, policy: Any, retries: int,
                     human_scale: tuple[float, float] | None = None, contexts: Contexts | None = None,
                     concurrency: int = 4, progress: Progress = no_progress) -> CalibrationReport:
     """Judge every item (at most `concurrency` at once) and report. A judge failure on an item is counted and
     kept in its result; a bad item input fails the whole call before it wastes more model calls."""
     check_spec(spec)
+    client = await call.client()
     if human_scale is not None and not human_scale[0] < human_scale[1]:
         raise InputError(f"human_scale: min must be below max, e.g. {{\"min\": 0, \"max\": 1}} (got {human_scale})")
-    done_items = await judge_all(client, spec, items, policy=policy, retries=retries, contexts=contexts,
+    done_items = await judge_all(call, spec, items, policy=policy, retries=retries, contexts=contexts,
                                  concurrency=concurrency, progress=progress)
     if spec.judge == "viescore":
         judge_scale = spec.score_scale or VIESCORE_SCALE
@@ -321,7 +322,7 @@ async def calibrate(client: ModelClient, spec: JudgeSpec, items: Sequence[Item],
     return await anyio.to_thread.run_sync(computed)  # scipy's first import and the statistics, off the event loop
 
 
-async def judge_all(client: ModelClient, spec: JudgeSpec, items: Sequence[Item], *, policy: Any, retries: int,
+async def judge_all(call: JudgeCall, spec: JudgeSpec, items: Sequence[Item], *, policy: Any, retries: int,
                     contexts: Contexts | None = None, concurrency: int = 4,
                     progress: Progress = no_progress) -> list[Judged]:
     """Every item through the judge (at most `concurrency` at once), in the items' order."""
@@ -334,7 +335,7 @@ async def judge_all(client: ModelClient, spec: JudgeSpec, items: Sequence[Item],
     async def one(i: int) -> None:
         nonlocal done
         async with limiter:
-            judged[i] = await judge_item(client, spec, items[i], policy=policy, retries=retries, contexts=contexts,
+            judged[i] = await judge_item(call, spec, items[i], policy=policy, retries=retries, contexts=contexts,
                                          steps=steps)
         done += 1
         await progress(done, len(items), f"item {items[i].id} judged ({done} of {len(items)})")

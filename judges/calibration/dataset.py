@@ -38,10 +38,10 @@ class Item(BaseModel):
         return sum(given) / len(given) if given else None
 
     def human_winner(self) -> str | None:
-        from .stats import majority
+        from judges.reading.samples import vote
 
         given = [w for w in self.winners if w is not None]
-        return majority(given) if given else None
+        return vote(given).majority if given else None
 
 
 def _bad(line: int, what: str, judge: str) -> InputError:

@@ -105,13 +105,6 @@ def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float | None:
     return _defined(stats.kendalltau(x, y).statistic)
 
 
-def majority(labels: Sequence[str]) -> str:
-    """The most common label; a tie between the most common ones is 'Tie'."""
-    counts = Counter(labels).most_common()
-    if len(counts) > 1 and counts[0][1] == counts[1][1]:
-        return "Tie"
-    return counts[0][0]
-
 
 # Certification (certify_judge, align_judge): statsmodels, imported when first used (never at start-up).
 Z95 = 1.959963984540054  # the normal quantile of a two-sided 95% interval

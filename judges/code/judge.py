@@ -14,6 +14,7 @@ import anyio
 from pydantic import BaseModel, Field
 
 import prompts
+from judges.call import JudgeCall, Member
 from judges.code.brief import ProjectBrief, build_project_brief
 from judges.code.gates import (
     GateRun,
@@ -26,13 +27,13 @@ from judges.code.gates import (
     run_gates,
     sandbox_from,
 )
-from judges.errors import InputError
+from judges.errors import ConfigError, InputError
 from judges.models.protocol import Message, ModelClient, ModelRequest, Usage
 from judges.patches.ops import DEFAULT_LIMITS, PatchLimits, ValidationReport, apply_patch, validate_patch
 from judges.progress import Progress, no_progress
-from judges.reading.jury import Jury, JuryMember, verdict_jury
+from judges.reading.jury import Jury, jurors, verdict_jury
 from judges.reading.parsing import Judged, JudgeModel, run_judge
-from judges.reading.samples import SampleFailure, SampleStats, Votes, run_samples, sample_stats, vote
+from judges.reading.samples import SampleFailure, SampleStats, Votes, sample_stats, vote
 
 DIMENSIONS = ("compilation", "tests_functional", "tests_edge", "types", "style", "security", "boundaries", "schema")
 
@@ -186,22 +187,24 @@ def overruled(v: JudgeVerdict, signals: Signals, runs: Sequence[GateRun]) -> tup
     return final, model_scores, overrides
 
 
-def majority(votes: Votes) -> str:
-    """The vote's majority; a split vote's strictest tied verdict (a Tie is never read as accept)."""
+def decided(votes: Votes) -> str:
+    """The verdict a vote decides: its majority; a split vote's strictest tied verdict (a Tie is never read as
+    accept)."""
     if votes.majority != "Tie":
         return votes.majority
     top = max(votes.counts.values())
     return max((v for v, c in votes.counts.items() if c == top), key=STRICTNESS.__getitem__)
 
 
-async def judge(client: ModelClient | None, *, spec: str, signals: Signals, runs: list[GateRun],
-                brief: ProjectBrief, diff: str | None, model_notes: str | None, samples: int = 1,
-                jury: Sequence[tuple[str, ModelClient]] | None = None) -> CodeVerdict:
-    """The verdict: the model's (validated, overruled where the gates disagree) or the gates' alone. With
-    samples, n verdicts at once: the majority verdict and each score's mean; with a jury, each model's."""
+async def judge(call: JudgeCall, asked: Sequence[Member], *, spec: str, signals: Signals, runs: list[GateRun],
+                brief: ProjectBrief, diff: str | None, model_notes: str | None) -> CodeVerdict:
+    """The verdict: the models' (`asked`: call.members; validated, overruled where the gates disagree) or, with
+    none, the gates' alone. With the call's samples, n verdicts at once: the majority verdict and each score's
+    mean; with a jury, each model's."""
     verdict, scores, plan = gates_only(signals, runs)
     base = dict(signals=signals, gates=runs, brief=brief)
-    if client is None and not jury:
+    samples, jury = call.samples, bool(asked) and asked[0][0] is not None
+    if not asked:
         return CodeVerdict(verdict=verdict, scores=scores, fix_plan=plan, status="no_model", **base,  # type: ignore[arg-type]
                            explanations={"root_cause": "no model backend: verdict from the gates alone",
                                          "minimal_fix": "; ".join(p["brief"] for p in plan) or "none needed"})
@@ -209,14 +212,11 @@ async def judge(client: ModelClient | None, *, spec: str, signals: Signals, runs
     request = ModelRequest(system=prompts.render("code/judge@v1"),
                            messages=[Message.user(prompts.fence(payload, "judge_input") + "\n\nReturn the verdict JSON.")],
                            temperature=0.0, max_tokens=2048)
-    asked: Sequence[tuple[str | None, ModelClient]] = jury or [(None, client)]  # type: ignore[list-item]
 
-    def asker(model: ModelClient) -> Any:
-        async def one(sample: int) -> Judged[JudgeVerdict]:
-            return await run_judge(model, request.model_copy(update={"sample": sample}), JudgeVerdict)
-        return one
+    async def one(model: ModelClient, sample: int) -> Judged[JudgeVerdict]:
+        return await run_judge(model, request.model_copy(update={"sample": sample}), JudgeVerdict)
 
-    by_member = await run_samples(len(asked), lambda m: run_samples(samples, asker(asked[m][1])))
+    by_member = await call.ask(asked, one)
     sampled = [j for member in by_member for j in member]
     usage = sum((j.usage for j in sampled), Usage())
     readings = [overruled(j.value, signals, runs) if j.value is not None else None for j in sampled]
@@ -230,19 +230,16 @@ async def judge(client: ModelClient | None, *, spec: str, signals: Signals, runs
                                            "minimal_fix": "; ".join(p["brief"] for p in plan) or "none needed"},
                              error=failure.describe(), raw_response=failure.raw, usage=usage)
     else:
-        final = majority(votes)
-        members: list[JuryMember] = []
-        member_scores: list[dict[str, float | None]] = []
-        for (name, _), member in zip(asked, by_member, strict=True):
-            mine = [overruled(j.value, signals, runs) for j in member if j.value is not None]
-            if mine:
-                member_scores.append(mean_scores([r[1] for r in mine]))
-            failure = next((j.failure for j in member if j.failure is not None), None)
-            members.append(JuryMember(model=str(name), value=majority(vote([r[0] for r in mine])) if mine else None,
-                                      error=None if mine or failure is None else failure.describe()))
+        final = decided(votes)
+        def member_verdict(ok: list[Judged[JudgeVerdict]]) -> tuple[str, dict[str, float | None]]:
+            mine = [overruled(j.value, signals, runs) for j in ok]  # type: ignore[arg-type]
+            return decided(vote([r[0] for r in mine])), mean_scores([r[1] for r in mine])
+
+        members, verdicts = jurors([name for name, _ in asked], by_member, member_verdict, lambda v: v[0])
+        member_scores = [v[1] for v in verdicts]
         panel = verdict_jury(members) if jury else None
         if panel is not None:
-            final = majority(vote([str(m.value) for m in members if m.value is not None]))
+            final = decided(vote([str(m.value) for m in members if m.value is not None]))
         chosen_judged = next((j for j, r in ok if r[0] == final), ok[0][0])
         v = chosen_judged.value
         assert v is not None
@@ -423,23 +420,24 @@ def diagnostics_text(signals: Signals) -> str:
     return "\n".join([*signals.lintErrors, *signals.typeErrors, *signals.test.details, *signals.boundaryErrors])
 
 
-async def judge_code(client: ModelClient | None, *, spec: str, root: str | Path | None, files: Sequence[SourceFile] | None,
+async def judge_code(call: JudgeCall, *, spec: str, root: str | Path | None, files: Sequence[SourceFile] | None,
                      diff: str | None, run_gates_: bool, gates: dict[str, list[str]] | None, model_notes: str | None,
                      candidates: Sequence[Sequence[SourceFile]] | None, allowed_roots: Sequence[Path],
-                     settings: GateSettings, progress: Progress = no_progress, samples: int = 1,
-                     jury: Sequence[tuple[str, ModelClient]] | None = None) -> CodeVerdict:
+                     settings: GateSettings, progress: Progress = no_progress) -> CodeVerdict:
     """Gates on a sandbox copy (never the caller's tree), then the verdict; with candidates, the
-    tournament first and the winner judged. Progress: each candidate, each gate, the model's verdict
-    (its samples and the jury's models asked at once)."""
-    if jury:
-        client = jury[0][1]
+    tournament first and the winner judged. Without a model backend, the gates' verdict alone (no_model).
+    Progress: each candidate, each gate, the model's verdict (its samples and the jury's models asked at once)."""
+    try:
+        asked = await call.members()
+    except ConfigError:
+        asked = []
     reports = None
     winner = None
     gated = gate_count(gates) if run_gates_ else 0
-    steps = len(candidates or ()) + gated + (1 if client is not None else 0)
+    steps = len(candidates or ()) + gated + (1 if asked else 0)
     total = float(max(steps, 1))
     await progress(0, total, f"copying the project into a sandbox; then {gated} gate(s)"
-                             + (" and the model's verdict" if client is not None else ""))
+                             + (" and the model's verdict" if asked else ""))
     if candidates:
         if root is not None or files is not None:
             raise InputError("give candidates alone, or root/files, not both")
@@ -451,18 +449,18 @@ async def judge_code(client: ModelClient | None, *, spec: str, root: str | Path 
     try:
         offset = len(candidates or ())
         brief, signals, runs = await gates_for(sandbox, settings, gates, run_gates_, gate_reporter(
-            progress, offset, total, then="; asking the model for a verdict" if client is not None else ""))
-        verdict = await judge(client, spec=spec, signals=signals, runs=runs, brief=brief, diff=diff,
-                              model_notes=model_notes, samples=samples, jury=jury)
+            progress, offset, total, then="; asking the model for a verdict" if asked else ""))
+        verdict = await judge(call, asked, spec=spec, signals=signals, runs=runs, brief=brief, diff=diff,
+                              model_notes=model_notes)
     finally:
         discard(sandbox)
     verdict.candidates, verdict.winner_index = reports, winner
-    if client is not None or steps == 0:  # otherwise the last gate was the last step
+    if asked or steps == 0:  # otherwise the last gate was the last step
         await progress(total, total, f"verdict: {verdict.verdict}")
     return verdict
 
 
-async def propose_patch(client: ModelClient, *, spec: str, root: str | Path | None, files: Sequence[SourceFile] | None,
+async def propose_patch(call: JudgeCall, *, spec: str, root: str | Path | None, files: Sequence[SourceFile] | None,
                         diagnostics: str | None, fix_plan: Sequence[dict[str, Any]] | None, max_rounds: int,
                         apply_and_rejudge: bool, allowed_roots: Sequence[Path], settings: GateSettings,
                         limits: PatchLimits = DEFAULT_LIMITS, progress: Progress = no_progress) -> ProposedPatch:
@@ -471,6 +469,7 @@ async def propose_patch(client: ModelClient, *, spec: str, root: str | Path | No
     Progress: each gate and each fixer call; the total assumes every round runs (it ends early when done)."""
     if not 1 <= max_rounds <= 5:
         raise InputError(f"max_rounds must be between 1 and 5 (got {max_rounds})")
+    client = await call.client()
     gates = gate_count(None)
     rounds = max_rounds if apply_and_rejudge else 1
     total = float((gates if diagnostics is None else 0) + rounds * (1 + (gates if apply_and_rejudge else 0)))

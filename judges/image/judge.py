@@ -11,13 +11,14 @@ import anyio
 from pydantic import BaseModel, Field, field_validator
 
 import prompts
+from judges.call import JudgeCall
 from judges.errors import ConfigError
 from judges.models.protocol import Message, ModelClient, ModelRequest, TextPart, Usage
 from judges.progress import Progress, no_progress
 from judges.reading.expected import expected_score
-from judges.reading.jury import Jury, JuryMember, score_jury
+from judges.reading.jury import Jury, jurors, score_jury
 from judges.reading.parsing import Judged, JudgeModel, run_judge
-from judges.reading.samples import SampleFailure, SampleStats, run_samples, sample_stats
+from judges.reading.samples import SampleFailure, SampleStats, sample_stats
 from judges.reading.verdicts import VerdictError, read_rating_on
 from judges.store.agents import Agent, ScoreScale
 
@@ -182,16 +183,14 @@ def _with_denominator(scale: ScoreScale) -> Callable[[str], tuple[ImageVerdict, 
     return read
 
 
-ClientFor = Callable[[Agent], ModelClient]
-JuryOf = Callable[[Agent], "Sequence[tuple[str, ModelClient]] | None"]
 Retrieve = Callable[[Agent], Awaitable[list[tuple[str, GuidelineUse]]]]
 
 
-async def evaluate(agents: Sequence[Agent], images: Sequence[Any], *, brief: str, prompt: str, context: str,
-                   client_for: ClientFor, retrieve: Retrieve, fallback_score: float | None = None,
-                   progress: Progress = no_progress, samples: int = 1,
-                   jury_of: JuryOf = lambda agent: None, logprobs: bool = False) -> list[Evaluation]:
-    """Every agent × image, concurrently (the model registry's cap bounds calls in flight).
+async def evaluate(call: JudgeCall, agents: Sequence[Agent], images: Sequence[Any], *, brief: str, prompt: str,
+                   context: str, retrieve: Retrieve, fallback_score: float | None = None,
+                   progress: Progress = no_progress, logprobs: bool = False) -> list[Evaluation]:
+    """Every agent × image, concurrently (the model registry's cap bounds calls in flight), each by the
+    agent's models (call.members: the call's jury, else the agent's own, else one model) × the call's samples.
 
     One judge's failure never cancels the others; it becomes a failed evaluation with its reason.
     `progress` hears of each judge × image as it finishes (total: judges × images)."""
@@ -228,9 +227,9 @@ async def evaluate(agents: Sequence[Agent], images: Sequence[Any], *, brief: str
         data: dict[str, Any] = {"image_index": index, "agent_id": agent.id, "agent_name": agent.name,
                                 "guidelines_used": [use for _, use in chunks],
                                 "guidelines_error": retrieval_errors.get(agent.id)}
+        samples, jury = call.samples, call.is_jury(agent)
         try:
-            jury = jury_of(agent)
-            client = jury[0][1] if jury else client_for(agent)
+            members = await call.members(agent)
         except ConfigError as exc:
             data.update(status="failed", error=exc.failure.describe(), failure_kind="backend_error")
             results[slot] = Evaluation.model_validate(data)
@@ -239,26 +238,18 @@ async def evaluate(agents: Sequence[Agent], images: Sequence[Any], *, brief: str
         request = evaluation_request(agent, image, texts[agent.id]).model_copy(update={"logprobs": logprobs})
         scale = agent.score_scale
 
-        def asker(model: ModelClient) -> Callable[[int], Awaitable[Judged[ImageVerdict]]]:
-            async def one(sample: int) -> Judged[ImageVerdict]:
-                return await run_judge(model, request.model_copy(update={"sample": sample}), ImageVerdict,
-                                       conventions=_with_denominator(scale), check=scale_check(scale),
-                                       structured=not own_format(agent))
-            return one
+        async def one(model: ModelClient, sample: int) -> Judged[ImageVerdict]:
+            return await run_judge(model, request.model_copy(update={"sample": sample}), ImageVerdict,
+                                   conventions=_with_denominator(scale), check=scale_check(scale),
+                                   structured=not own_format(agent))
 
-        if jury:
-            by_member = await run_samples(len(jury), lambda m: run_samples(samples, asker(jury[m][1])))
-            sampled = [j for member in by_member for j in member]
-            members, member_means = [], []
-            for (name, _), member in zip(jury, by_member, strict=True):
-                raws = [j.value.score for j in member if j.value is not None]
-                failure = next((j.failure for j in member if j.failure is not None), None)
-                member_means += [sum(raws) / len(raws)] if raws else []
-                members.append(JuryMember(model=name, value=scale.to_100(sum(raws) / len(raws)) if raws else None,
-                                          error=None if raws or failure is None else failure.describe()))
-            data["jury"] = score_jury(members)
-        else:
-            sampled = await run_samples(samples, asker(client))
+        by_member = await call.ask(members, one)
+        sampled = [j for member in by_member for j in member]
+        member_means: list[float] = []
+        if jury:  # each model's score: the mean of its samples'
+            panel, member_means = jurors([name for name, _ in members], by_member,
+                                         lambda ok: sum(j.value.score for j in ok) / len(ok), scale.to_100)
+            data["jury"] = score_jury(panel)
         judged = next((j for j in sampled if j.value is not None), sampled[0])
         data.update(usage=sum((j.usage for j in sampled), Usage()), latency_ms=round(max(j.latency_ms for j in sampled), 1),
                     model=judged.model, scale=scale)

@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 import prompts
+from judges.call import JudgeCall
 from judges.errors import BackendError
 from judges.image.judge import SEVERITY_RANK, Evaluation, GuidelineUse
-from judges.models.protocol import Message, ModelClient, ModelRequest, Usage
+from judges.models.protocol import Message, ModelRequest, Usage
 from judges.reading.parsing import JudgeModel, run_judge
 from judges.store.agents import Agent
 
@@ -62,8 +63,9 @@ def prioritise(evaluations: Sequence[Evaluation], agents: dict[str, Agent]) -> l
     return sorted(issues, key=lambda i: (SEVERITY_RANK[str(i["severity"])], -float(i["weight"])))
 
 
-async def optimize_prompt(client: ModelClient, *, brief: str, prompt: str, evaluations: Sequence[Evaluation],
+async def optimize_prompt(call: JudgeCall, *, brief: str, prompt: str, evaluations: Sequence[Evaluation],
                           agents: dict[str, Agent], contexts: Sequence[AgentContext]) -> OptimizedPrompt:
+    client = await call.client()
     scored = [e for e in evaluations if e.status == "ok"]
     issues = prioritise(scored, agents)
     preserved = _unique([w for e in scored for w in e.what_worked])

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -13,7 +12,7 @@ from pydantic import BaseModel, Field
 from judges.errors import InputError, NotFoundError
 from judges.image.judge import Evaluation, RankedImage
 from judges.models.protocol import Usage
-from judges.store.database import Database
+from judges.store.database import Database, timestamp
 
 
 class Plateau(BaseModel):
@@ -83,9 +82,6 @@ class RunSummary(BaseModel):
     updated_at: str
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
 
 class RunStore:
     def __init__(self, db: Database):
@@ -93,7 +89,7 @@ class RunStore:
 
     def create(self, org: str, brief: str, max_iterations: int, panel: Sequence[str] = ()) -> str:
         run_id = str(uuid.uuid4())
-        now = _now()
+        now = timestamp()
         with self.db.transaction() as conn:
             conn.execute("INSERT INTO runs (id, organization_id, brief, max_iterations, created_at, updated_at, panel) "
                          "VALUES (?,?,?,?,?,?,?)", (run_id, org, brief, max_iterations, now, now, json.dumps(list(panel))))
@@ -143,7 +139,7 @@ class RunStore:
     def set_max_iterations(self, org: str, run_id: str, max_iterations: int) -> None:
         with self.db.transaction() as conn:
             conn.execute("UPDATE runs SET max_iterations=?, updated_at=? WHERE id=? AND organization_id=?",
-                         (max_iterations, _now(), run_id, org))
+                         (max_iterations, timestamp(), run_id, org))
 
     def evaluations(self, org: str, run_id: str, iteration: int | None = None) -> tuple[int, list[Evaluation]]:
         """The evaluations of one iteration (default: the last)."""
@@ -165,7 +161,7 @@ class RunStore:
         it = Iteration(iteration=0, prompt=prompt, winner_index=winner.image_index if winner else None,
                        best=winner.aggregate_score if winner else None,
                        mean=round(sum(scored) / len(scored), 4) if scored else None, ranking=ranking,
-                       created_at=_now(), usage=sum((e.usage for e in evaluations), Usage()))
+                       created_at=timestamp(), usage=sum((e.usage for e in evaluations), Usage()))
         payload: list[dict[str, Any]] = [e.model_dump(mode="json") for e in evaluations]
         with self.db.transaction() as conn:
             conn.execute("UPDATE runs SET updated_at=? WHERE id=?", (it.created_at, run_id))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio.to_thread
 from pydantic import BaseModel, Field
 
+from judges.call import JudgeCall
 from judges.errors import InputError
 from judges.image.judge import (
     Evaluation,
@@ -21,7 +22,7 @@ from judges.image.judge import (
 from judges.image.optimizer import AgentContext, OptimizedPrompt, optimize_prompt
 from judges.image.runs import Plateau, Run, RunStore, detect_plateau
 from judges.inputs.images import ImagePolicy, load_image
-from judges.models.protocol import ImagePart, ModelClient, Usage
+from judges.models.protocol import ImagePart, Usage
 from judges.progress import Progress, no_progress
 from judges.reading.agreement import krippendorff_alpha_interval
 from judges.reading.jury import Agreement
@@ -125,28 +126,30 @@ class ImageJudging:
         return detect_plateau([it.best for it in run.iterations], self.settings.plateau_window,
                               self.settings.plateau_threshold, run.max_iterations)
 
-    async def evaluate_image(self, org: str, *, brief: str, images: Sequence[str], prompt: str | None,
+    async def panel(self, org: str, agent_ids: Sequence[str] | None, run_id: str | None) -> list[Agent]:
+        """The agents that judge: those named, else a continued run's panel (its judges that still exist), else
+        every agent of the organization."""
+        if run_id is not None and not agent_ids:
+            panel = (await self._store(self.runs.get, org, run_id)).panel
+            agent_ids = [a for a in panel if await self._store(self._live, org, a)] or None
+        return await self._store(self.judges, org, agent_ids)
+
+    async def evaluate_image(self, call: JudgeCall, org: str, *, brief: str, images: Sequence[str], prompt: str | None,
                              agent_ids: Sequence[str] | None, run_id: str | None, max_iterations: int | None,
-                             client_for: Callable[[Agent], Awaitable[ModelClient]],
                              policy: ImagePolicy | None = None, progress: Progress = no_progress,
-                             samples: int = 1, jury: Sequence[tuple[str, ModelClient]] | None = None,
-                             jury_for: Callable[[list[str]], Awaitable[Sequence[tuple[str, ModelClient]]]] | None = None,
                              logprobs: bool = False) -> ImageEvaluation:
-        """One iteration of a run. A continued run keeps its panel of judges unless agent_ids is given. `jury`
-        (the call's models) judges with every agent; else an agent with its own `models` is judged by them.
-        `client_for` and `jury_for` are awaited once per agent, before the run is touched: a missing backend or a
-        spent budget refuses the call there."""
+        """One iteration of a run. A continued run keeps its panel of judges unless agent_ids is given. Each
+        agent judges by the call's models (call.members: the call's jury, else the agent's own `models`, else
+        one model), resolved once per agent before the run is touched: a missing backend or a spent budget
+        refuses the call there."""
         if not brief.strip():
             raise InputError("brief must not be empty")
         if max_iterations is not None and not 1 <= max_iterations <= 100:
             raise InputError(f"max_iterations must be between 1 and 100 (got {max_iterations})")
-        if run_id is not None and not agent_ids:
-            panel = (await self._store(self.runs.get, org, run_id)).panel
-            agent_ids = [a for a in panel if await self._store(self._live, org, a)] or None
-        agents = await self._store(self.judges, org, agent_ids)
+        agents = await self.panel(org, agent_ids, run_id)
         parts = await anyio.to_thread.run_sync(self.load_images, images, policy)  # decoding stays off the loop
-        juries = {a.id: (jury or (await jury_for(a.models) if a.models and jury_for else None)) for a in agents}
-        clients = {a.id: await client_for(a) for a in agents if not juries[a.id]}  # a missing backend fails here, first
+        for agent in agents:  # a missing backend fails here, first
+            await call.members(agent)
         if run_id is None:
             run_id = await self._store(self.runs.create, org, brief, max_iterations or self.settings.max_iterations,
                                        [a.id for a in agents])
@@ -168,17 +171,16 @@ class ImageJudging:
             return [(c.text, GuidelineUse(document_id=c.document_id, chunk_index=c.chunk_index,
                                           similarity=c.similarity)) for c in chunks]
 
-        evaluations = await evaluate(agents, parts, brief=brief, prompt=prompt or "", context=context,
-                                     client_for=lambda a: clients[a.id], retrieve=retrieve,
-                                     fallback_score=self.settings.fallback_score, progress=progress, samples=samples,
-                                     jury_of=lambda a: juries[a.id], logprobs=logprobs)
+        evaluations = await evaluate(call, agents, parts, brief=brief, prompt=prompt or "", context=context,
+                                     retrieve=retrieve, fallback_score=self.settings.fallback_score, progress=progress,
+                                     logprobs=logprobs)
         ranking = aggregate_scores(evaluations, {a.id: a.scoring_weight for a in agents}, len(parts))
         it = await self._store(self.runs.record, run_id, prompt or "", ranking, evaluations)
         run = await self._store(self.runs.get, org, run_id)
         return ImageEvaluation(run_id=run_id, iteration=it.iteration, evaluations=evaluations, ranking=ranking,
                                winner_index=it.winner_index, plateau=self.plateau(run), usage=it.usage,
                                run_usage=sum((i.usage for i in run.iterations), Usage()),
-                               jury_agreement=jury_agreement(evaluations) if any(juries.values()) else None)
+                               jury_agreement=jury_agreement(evaluations) if any(call.is_jury(a) for a in agents) else None)
 
     def report(self, org: str, run_id: str) -> RunReport:
         run = self.runs.get(org, run_id)
@@ -188,7 +190,7 @@ class ImageJudging:
                          usage=sum((i.usage for i in run.iterations), Usage()))
 
     async def optimize(self, org: str, *, brief: str, prompt: str, run_id: str | None,
-                       evaluations: Sequence[Evaluation] | None, client: ModelClient,
+                       evaluations: Sequence[Evaluation] | None, call: JudgeCall,
                        progress: Progress = no_progress) -> OptimizedPrompt:
         """The next prompt, in three stages the progress callback hears of: the evaluations, the guidelines,
         the model's rewrite."""
@@ -221,7 +223,7 @@ class ImageJudging:
                                            similarity=c.similarity) for c in chunks]
             contexts.append(AgentContext(agent_name=agent.name, chunks=[c.text for c in chunks]))
         await progress(2, 3, "asking the model for the next prompt")
-        result = await optimize_prompt(client, brief=brief, prompt=prompt, evaluations=evaluations, agents=agents,
+        result = await optimize_prompt(call, brief=brief, prompt=prompt, evaluations=evaluations, agents=agents,
                                        contexts=contexts)
         await progress(3, 3, f"next prompt ready ({len(result.addressed)} issue(s) addressed)")
         return result.model_copy(update={"guidelines_used": used, "guidelines_errors": errors})

@@ -101,23 +101,27 @@ class ModelRegistry:
                 agent_model: str | None = None) -> ModelClient:
         """The one resolver: the call's `model`, else the judge agent's own `agent_model`, else the server's
         default (JUDGE_MCP_MODEL); `sampling` is the host's model when it offers one (for `sampling`/`auto`)."""
+        if sampling is not None and self.host_model(model, agent_model, offered=True):
+            return self.guard(sampling)
         provider, name = parse_model_string(model or agent_model or self.default)
         if provider == "sampling":
-            if sampling is None:
-                raise ConfigError(
-                    "JUDGE_MCP_MODEL is 'sampling' but this client did not declare the sampling capability "
-                    "(or speaks a protocol version without it). Use a host that offers sampling, or set "
-                    "JUDGE_MCP_MODEL to an API backend."
-                )
-            return self.guard(sampling)
+            raise ConfigError(
+                "JUDGE_MCP_MODEL is 'sampling' but this client did not declare the sampling capability "
+                "(or speaks a protocol version without it). Use a host that offers sampling, or set "
+                "JUDGE_MCP_MODEL to an API backend."
+            )
         if provider == "auto":
-            if sampling is not None:
-                return self.guard(sampling)
             provider, name = self._auto()
         key = f"{provider}:{name}"
         if key not in self._clients:
             self._clients[key] = self.guard(self._build(provider, name), key)
         return self._clients[key]
+
+    def host_model(self, model: str | None = None, agent_model: str | None = None, *, offered: bool) -> bool:
+        """Whether resolve hands the host's own model (MCP sampling) for this model, agent model and client:
+        `sampling`, or `auto` when the client offers sampling."""
+        provider = parse_model_string(model or agent_model or self.default)[0]
+        return provider == "sampling" or (provider == "auto" and offered)
 
     async def aclose(self) -> None:
         """Close every client this registry built (their HTTP pools belong to the running loop)."""

@@ -22,13 +22,14 @@ import anyio
 from pydantic import BaseModel, Field
 
 import prompts
+from judges.call import JudgeCall
 from judges.errors import BackendError, InputError
 from judges.models.protocol import ImagePart, Message, ModelClient, ModelRequest, TextPart, Usage
 from judges.progress import Progress, no_progress
 from judges.reading.expected import expected_score
 from judges.reading.jury import Jury, JuryMember, score_jury, verdict_jury
 from judges.reading.parsing import OutputError, json_candidates, run_judge
-from judges.reading.samples import SampleFailure, SampleStats, Votes, run_samples, sample_stats, vote
+from judges.reading.samples import SampleFailure, SampleStats, Votes, sample_stats, vote
 from judges.reading.verdicts import (
     PairRead,
     VerdictError,
@@ -40,16 +41,6 @@ from judges.reading.verdicts import (
 Kind = Literal["image", "text"]
 LABELS: dict[Kind, tuple[str, str]] = {"image": ("Image A", "Image B"), "text": ("Response A", "Response B")}
 WINNER_KEYS = ("winner", "Winner", "WINNER", "choice", "answer", "verdict", "Verdict", "preferred", "better")
-
-
-def normalize_winner(raw: Any, kind: Kind = "image") -> str | None:
-    """The seed's alias table (image_a, image a, a → Image A; the same for B; tie, equal, both → Tie);
-    None for anything else, including "none"/"neither" (a failure, never a tie)."""
-    try:
-        winner = winner_word(raw)
-    except VerdictError:
-        return None
-    return None if winner is None else label_of(winner, kind)
 
 
 def label_of(winner: str, kind: Kind) -> str:
@@ -351,12 +342,8 @@ class VieReading(BaseModel):
     raw: Any = None
 
 
-def parse_viescore(text: str, family: str, scale: tuple[float, float] = VIESCORE_SCALE) -> float:
+def read_viescore(text: str, family: str, scale: tuple[float, float] = VIESCORE_SCALE) -> VieReading:
     """The score from a judge's reply: the last JSON object with a `score` field, checked against its scale."""
-    return _viescore_json(text, family, scale).score
-
-
-def _viescore_json(text: str, family: str, scale: tuple[float, float]) -> VieReading:
     for candidate in reversed(json_candidates(text)):
         if isinstance(candidate, dict) and "score" in candidate:
             check_viescore_range(candidate["score"], scale)
@@ -386,7 +373,7 @@ async def viescore(client: ModelClient, *, kind: Kind, instruction: str, candida
 
     async def score(i: int) -> None:
         request = _request(_content(kind, instruction, candidates[i], None, source, prompt_id), sample, logprobs)
-        judged = await run_judge(client, request, VieReading, parse=lambda t: _viescore_json(t, family, scale),
+        judged = await run_judge(client, request, VieReading, parse=lambda t: read_viescore(t, family, scale),
                                  conventions=_viescore_conventions(scale) if family == "scalar" else None,
                                  repair=retries > 0, structured=False)
         raws[f"edited_image_{i}"] = judged.raw_texts
@@ -462,12 +449,15 @@ def resolve_candidates(candidates: Sequence[str], candidate_type: str, policy: A
     return "text", list(candidates)
 
 
-async def compare(client: ModelClient, *, instruction: str, candidates: Sequence[str], input_image: str | None,
+async def compare(call: JudgeCall, *, instruction: str, candidates: Sequence[str], input_image: str | None,
                   method: str, swap: bool, prompt_id: str | None, prompt_version: str | None,
                   candidate_type: str, policy: Any, retries: int,
                   score_scale: tuple[float, float] | None = None, progress: Progress = no_progress,
-                  samples: int = 1, logprobs: bool = False) -> CompareResult:
-    """pairwise_compare: inputs checked against the prompt's declared schema before any model call."""
+                  logprobs: bool = False) -> CompareResult:
+    """pairwise_compare: inputs checked against the prompt's declared schema before any model call; then each
+    of the call's models (one, or a jury) × its samples at once. A jury's member that fails (a backend error,
+    or no verdict) is counted and left out."""
+    members = await call.members()
     if method not in ("pairwise", "viescore"):
         raise InputError("method must be pairwise or viescore")
     if score_scale is not None:
@@ -500,7 +490,7 @@ async def compare(client: ModelClient, *, instruction: str, candidates: Sequence
     validate_input(prompt_id, {"instruction": instruction, "input_image": input_image, "edited_images": list(candidates)})
     scale = score_scale or VIESCORE_SCALE
 
-    async def one(sample: int, progress: Progress) -> CompareResult:
+    async def one(client: ModelClient, sample: int, progress: Progress) -> CompareResult:
         if method == "pairwise":
             return await pairwise(client, kind=kind, instruction=instruction, candidates=items, source=source,
                                   prompt_id=prompt_id, swap=swap, retries=retries, progress=progress, sample=sample)
@@ -508,18 +498,33 @@ async def compare(client: ModelClient, *, instruction: str, candidates: Sequence
                               prompt_id=prompt_id, retries=retries, scale=scale, progress=progress, sample=sample,
                               logprobs=logprobs)
 
-    if samples == 1:
-        return await one(0, progress)
-    done: list[int] = []
-    await progress(0, samples, f"asking the judge {samples} times at once")
+    samples, jury = call.samples, members[0][0] is not None
+    if samples == 1 and not jury:
+        return await one(members[0][1], 0, progress)
+    asked, done = len(members) * samples, []
+    await progress(0, asked, f"asking a jury of {len(members)} models" if jury
+                   else f"asking the judge {samples} times at once")
 
-    async def sampled(i: int) -> CompareResult:
-        result = await one(i, no_progress)
-        done.append(i)
-        await progress(len(done), samples, f"sample {i + 1} judged: {result.value} ({len(done)} of {samples} samples)")
+    async def judged(client: ModelClient, sample: int) -> CompareResult | BackendError:
+        try:
+            result: CompareResult | BackendError = await one(client, sample, no_progress)
+        except BackendError as exc:
+            if not jury:
+                raise
+            result = exc
+        done.append(sample)
+        await progress(len(done), asked, f"{'failed' if isinstance(result, BackendError) else result.value} "
+                                         f"({len(done)} of {asked} judgements)")
         return result
 
-    return combine_samples(await run_samples(samples, sampled), kind)
+    outcomes: list[CompareResult | BackendError] = []
+    for results in await call.ask(members, judged):
+        failed = next((r for r in results if isinstance(r, BackendError)), None)
+        ok = [r for r in results if isinstance(r, CompareResult)]
+        outcomes.append(failed or (combine_samples(ok, kind) if samples > 1 else ok[0]))
+    if not jury:
+        return outcomes[0]  # type: ignore[return-value]
+    return combine_jury([str(name) for name, _ in members], outcomes, method, len(candidates))
 
 
 def combine_samples(results: Sequence[CompareResult], kind: Kind) -> CompareResult:
@@ -564,27 +569,12 @@ def combine_samples(results: Sequence[CompareResult], kind: Kind) -> CompareResu
                          **common)
 
 
-async def compare_jury(clients: Sequence[tuple[str, ModelClient]], progress: Progress = no_progress,
-                       **arguments: Any) -> CompareResult:
-    """pairwise_compare by a jury: every model judges at once (with its samples); the value is the jury's
-    verdict. A model that fails (a backend error, or no verdict) is counted and left out."""
-    outcomes: list[CompareResult | BackendError | None] = [None] * len(clients)
-    done: list[int] = []
-    await progress(0, len(clients), f"asking a jury of {len(clients)} models")
-
-    async def one(i: int) -> None:
-        try:
-            outcomes[i] = await compare(clients[i][1], **arguments)
-        except BackendError as exc:
-            outcomes[i] = exc
-        done.append(i)
-        await progress(len(done), len(clients), f"{clients[i][0]} judged ({len(done)} of {len(clients)} models)")
-
-    async with anyio.create_task_group() as tg:
-        for i in range(len(clients)):
-            tg.start_soon(one, i)
+def combine_jury(names: Sequence[str], outcomes: Sequence[CompareResult | BackendError], method: str,
+                 candidates: int) -> CompareResult:
+    """A jury's comparisons as one result: the jury's verdict (pairwise: the majority winner; viescore: each
+    candidate's mean score), each model's, and their agreement."""
     members: list[JuryMember] = []
-    for (name, _), outcome in zip(clients, outcomes, strict=True):
+    for name, outcome in zip(names, outcomes, strict=True):
         if isinstance(outcome, CompareResult):
             scores = outcome.meta.get("vie_score")
             verdict: Any = scores if scores is not None else outcome.value
@@ -592,14 +582,13 @@ async def compare_jury(clients: Sequence[tuple[str, ModelClient]], progress: Pro
             members.append(JuryMember(model=name, value=None if failed else verdict, error="; ".join(
                 f"{f['kind']}: {f['message']}" for f in outcome.failures) if failed else None))
         else:
-            assert outcome is not None
             members.append(JuryMember(model=name, value=None, error=outcome.failure.describe()))
     results = [o for o in outcomes if isinstance(o, CompareResult)]
     usage = sum((r.usage for r in results), Usage())
     # Every member's failed replies (a sample, an order), named by model: a member that still voted says too.
-    failures = [{"model": name, **f} for (name, _), o in zip(clients, outcomes, strict=True)
+    failures = [{"model": name, **f} for name, o in zip(names, outcomes, strict=True)
                 if isinstance(o, CompareResult) for f in o.failures]
-    if arguments.get("method") == "viescore":
+    if method == "viescore":
         jury = score_jury(members)
         means = jury.verdict if isinstance(jury.verdict, list) else []
         value: float | str
@@ -610,11 +599,11 @@ async def compare_jury(clients: Sequence[tuple[str, ModelClient]], progress: Pro
             value = LABELS["image"][0] if a > b else LABELS["image"][1] if b > a else "Tie"  # type: ignore[operator]
         else:
             value = FAILED
-        kind: Literal["pairwise_comparison", "single_score"] = "single_score" if len(arguments["candidates"]) == 1 \
+        kind: Literal["pairwise_comparison", "single_score"] = "single_score" if candidates == 1 \
             else "pairwise_comparison"
-        return CompareResult(type=kind, value=value, meta={"jury_models": [n for n, _ in clients]}, usage=usage,
+        return CompareResult(type=kind, value=value, meta={"jury_models": list(names)}, usage=usage,
                              jury=jury, failures=failures)
     jury = verdict_jury(members, failed=FAILED, tie="Tie")
     consistent = vote([str(m.value) for m in members if m.value is not None], failed=FAILED).consistent
     return CompareResult(type="pairwise_comparison", value=str(jury.verdict), consistent=consistent,
-                         meta={"jury_models": [n for n, _ in clients]}, usage=usage, jury=jury, failures=failures)
+                         meta={"jury_models": list(names)}, usage=usage, jury=jury, failures=failures)

@@ -24,6 +24,7 @@ import prompts
 from judges.errors import InputError
 from judges.inputs.paths import Tree, open_file, read_fd, resolve_relative
 from judges.patches import journal, linediff
+from judges.processes import pid_alive
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 
@@ -173,24 +174,6 @@ class PatchOp:
     delete_count: int = 0
     insert: str = ""
     expect: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        base: dict[str, Any] = {"kind": self.kind, "path": self.path}
-        if self.kind == "add":
-            base["content"] = self.content
-            if self.overwrite:
-                base["overwrite"] = True
-        elif self.kind == "edit":
-            base.update(find=self.find, replace=self.replace)
-            if self.occurrences is not None:
-                base["occurrences"] = self.occurrences
-        elif self.kind == "splice":
-            base.update(start=self.start, deleteCount=self.delete_count)
-            if self.insert:
-                base["insert"] = self.insert
-            if self.expect is not None:
-                base["expect"] = self.expect
-        return base
 
 
 class ValidationReport(BaseModel):
@@ -571,18 +554,6 @@ def apply_patch(patch: Any, root: Path, *, dry_run: bool = False, limits: PatchL
 _SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".tox"}
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
 def clean_leftovers(tree: Tree, max_entries: int = 50_000, keep: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """Remove temp files of applies whose process died (kill -9), except `keep` (a running apply's);
     returns their relative paths."""
@@ -593,7 +564,7 @@ def clean_leftovers(tree: Tree, max_entries: int = 50_000, keep: set[str] | froz
         seen += len(dirs) + len(files)
         for name in files:
             match = journal.TEMP_NAME.match(name)
-            if match and name not in keep and not _alive(int(match.group(1))):
+            if match and name not in keep and not pid_alive(int(match.group(1))):
                 try:
                     os.unlink(name, dir_fd=dir_fd)
                 except FileNotFoundError:

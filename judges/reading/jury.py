@@ -4,12 +4,15 @@ scores, the majority of verdicts) and the members' agreement. A member that fail
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
 from judges.reading.agreement import fleiss_kappa, krippendorff_alpha_interval, percent_agreement
 from judges.reading.samples import vote
+
+V = TypeVar("V")
 
 
 class JuryMember(BaseModel):
@@ -36,6 +39,24 @@ class Jury(BaseModel):
     scored: int = Field(description="Members that gave a verdict.")
     failed: int = Field(description="Members that failed (left out of the verdict and the agreement).")
     agreement: Agreement
+
+
+def jurors(names: Sequence[str | None], by_member: Sequence[Sequence[Any]], read: Callable[[list[Any]], V],
+           shown: Callable[[V], Any] = lambda verdict: verdict) -> tuple[list[JuryMember], list[V]]:
+    """Each model's verdict from its samples that were read (`read` of their Judged replies, in sample order),
+    `shown` on its JuryMember; a model none of whose samples was read is counted failed, with its first
+    failure. Returns the members, and the verdicts of those that gave one, in order."""
+    members: list[JuryMember] = []
+    verdicts: list[V] = []
+    for name, samples in zip(names, by_member, strict=True):
+        ok = [j for j in samples if j.value is not None]
+        if ok:
+            verdicts.append(verdict := read(ok))
+            members.append(JuryMember(model=str(name), value=shown(verdict)))
+            continue
+        failure = next((j.failure for j in samples if j.failure is not None), None)
+        members.append(JuryMember(model=str(name), value=None, error=None if failure is None else failure.describe()))
+    return members, verdicts
 
 
 def score_jury(members: Sequence[JuryMember]) -> Jury:

@@ -6,7 +6,6 @@ import json
 import math
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -14,7 +13,7 @@ from pydantic import BaseModel, Field
 import prompts
 from judges.errors import InputError, NotFoundError
 from judges.models.registry import jury_models, model_string
-from judges.store.database import Database
+from judges.store.database import Database, timestamp
 
 TOP_K_MAX = 50  # most guideline chunks one search returns (an agent's rag_config.top_k, search_guidelines' top_k)
 
@@ -115,9 +114,6 @@ _EDITABLE = ("name", "system_prompt", "evaluation_categories", "scoring_weight",
              "rag_config", "template_id", "model", "score_scale", "models")
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
 
 def _check_weight(field: str, value: float) -> float:
     if not 0 <= value <= 100:
@@ -215,7 +211,7 @@ class AgentStore:
                 "models": models or None,
             }
         )
-        now = _now()
+        now = timestamp()
         agent = Agent(id=str(uuid.uuid4()), organization_id=org, created_at=now, updated_at=now, **fields)
         with self.db.transaction() as conn:
             conn.execute(
@@ -264,7 +260,7 @@ class AgentStore:
             fields["models"] = fields["models"] or None  # [] clears the jury
         if not fields:
             return current
-        updated = current.model_copy(update={**fields, "updated_at": _now()})
+        updated = current.model_copy(update={**fields, "updated_at": timestamp()})
         with self.db.transaction() as conn:
             conn.execute(
                 "UPDATE agents SET name=?, system_prompt=?, evaluation_categories=?, scoring_weight=?, "
@@ -279,7 +275,7 @@ class AgentStore:
 
     def delete(self, org: str, agent_id: str) -> Agent:
         agent = self.get(org, agent_id)
-        deleted = agent.model_copy(update={"deleted_at": _now()})
+        deleted = agent.model_copy(update={"deleted_at": timestamp()})
         with self.db.transaction() as conn:
             conn.execute("UPDATE agents SET deleted_at=? WHERE id=? AND organization_id=?",
                          (deleted.deleted_at, agent_id, org))

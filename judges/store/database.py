@@ -267,7 +267,7 @@ class Database:
                 added = _ADD_COLUMN.match(sql)
                 if added is None or added.group(2) not in self._columns_in(conn, added.group(1)):
                     conn.execute(sql)
-                conn.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)", (version, _now()))
+                conn.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)", (version, timestamp()))
 
     def _columns_in(self, conn: Any, table: str) -> set[str]:
         return {r["name"] for r in conn.execute(f"PRAGMA table_info({table})").fetchall()}
@@ -299,7 +299,8 @@ class Database:
         return fn(*args)
 
 
-def _now() -> str:
+def timestamp() -> str:
+    """The current UTC time as every store writes it: ISO 8601 to the millisecond, with Z."""
     from datetime import UTC, datetime
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -383,7 +384,7 @@ class PostgresDatabase(Database):
                         if added is None or added.group(2) not in self._columns_in(conn, added.group(1)):
                             conn.execute(pg_ddl(sql))
                         conn.execute("INSERT INTO schema_version (version, applied_at) VALUES (%s, %s)",
-                                     (version, _now()))
+                                     (version, timestamp()))
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (_ADVISORY_KEY,))
 

@@ -18,7 +18,6 @@ import os
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -27,9 +26,10 @@ from pydantic import BaseModel, Field
 
 from judges.errors import FailureKind, InputError, NotFoundError
 from judges.inputs.paths import read_resolved, resolve_file
+from judges.processes import pid_alive
 from judges.progress import Progress
 from judges.store.agents import TOP_K_MAX, AgentStore
-from judges.store.database import Database, shown
+from judges.store.database import Database, shown, timestamp
 from rag.chunking import chunk_text
 from rag.formats import DocumentError, Limits
 from rag.store import GuidelineStore, Hit, StoreError
@@ -66,13 +66,7 @@ def owner_alive(owner: str | None) -> bool:
     except (IndexError, ValueError):
         return False
     if "/" not in owner:  # no /proc: a live pid is taken as the owner
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return pid_alive(pid)
     return process_token(pid) == owner
 
 
@@ -167,9 +161,6 @@ def read_source(*, path: str | None, content_base64: str | None, text: str | Non
     return text.encode("utf-8"), filename or "guideline.txt"
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
 
 def duplicate(existing: GuidelineDocument, filename: str) -> GuidelineDocument:
     """The record an upload of bytes already stored returns: the existing document, saying so."""
@@ -259,7 +250,7 @@ class Guidelines:
             done = conn.execute(
                 "UPDATE documents SET processing_status='failed', error=?, chunk_count=0, owner=?, updated_at=? "
                 "WHERE id=? AND processing_status='pending' AND owner IS NOT DISTINCT FROM ?",
-                (INTERRUPTED, CLEANUP, _now(), document_id, owner)).rowcount
+                (INTERRUPTED, CLEANUP, timestamp(), document_id, owner)).rowcount
         if done:
             log.warning("guideline upload %s was interrupted by a stopped server: marked failed", document_id)
         return bool(done)
@@ -315,7 +306,7 @@ class Guidelines:
         cols = ", ".join(f"{k}=?" for k in fields)
         with self.db.transaction() as conn:
             values = [shown(v) if k == "error" else v for k, v in fields.items()]  # a parser's message may quote bytes
-            conn.execute(f"UPDATE documents SET {cols}, updated_at=? WHERE id=?", (*values, _now(), document_id))
+            conn.execute(f"UPDATE documents SET {cols}, updated_at=? WHERE id=?", (*values, timestamp(), document_id))
 
     async def _update(self, document_id: str, **fields: Any) -> None:
         """`_set` from async code (Database.run: off the event loop on PostgreSQL)."""
@@ -355,7 +346,7 @@ class Guidelines:
                                  "AND sha256=?", (agent_id, org, digest))
         if rows and rows[0]["processing_status"] == "processed":
             return duplicate(_document(rows[0]), filename)
-        now = _now()
+        now = timestamp()
         await self.ready(progress)
         if rows:  # a failed or interrupted earlier upload of the same bytes: process it again in place
             document_id = rows[0]["id"]

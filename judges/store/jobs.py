@@ -13,17 +13,18 @@ import json
 import os
 import socket
 import uuid
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from judges.errors import InputError, NotFoundError, OverLimitError
-from judges.store.database import Database, shown
+from judges.processes import pid_alive
+from judges.store.database import Database, shown, timestamp
 
 JobStatus = Literal["working", "completed", "failed", "cancelled", "interrupted"]
 STATUSES: tuple[str, ...] = ("working", "completed", "failed", "cancelled", "interrupted")
 FINISHED = ("completed", "failed", "cancelled", "interrupted")
+STOPPED = "the server stopped before the job finished; call the tool again"  # why a job is interrupted
 
 
 class Job(BaseModel):
@@ -42,9 +43,6 @@ class Job(BaseModel):
     finished_at: str | None = None
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
 
 def this_worker() -> str:
     """This process as a job worker: host and pid."""
@@ -54,15 +52,7 @@ def this_worker() -> str:
 def _alive(worker: str) -> bool:
     """Whether a worker on this host is still running (a worker on another host is assumed alive)."""
     host, _, pid = worker.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return True
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return host != socket.gethostname() or not pid.isdigit() or pid_alive(int(pid))
 
 
 class JobStore:
@@ -75,7 +65,7 @@ class JobStore:
         The count and the insert are one transaction, serialised per organization (SQLite's writer lock; a
         transaction-scoped advisory lock on PostgreSQL), so calls racing each other cannot pass the limit."""
         job_id = str(uuid.uuid4())
-        now = _now()
+        now = timestamp()
         with self.db.transaction() as conn:
             if limit is not None:
                 if self.db.kind == "postgresql":
@@ -92,10 +82,6 @@ class JobStore:
                 "created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (job_id, org, tool, "working", 0.0, None, "started", self.worker, now, now, now))
         return self.get(org, job_id)
-
-    def _row(self, job_id: str) -> Any:
-        rows = self.db.query("SELECT * FROM jobs WHERE id=?", (job_id,))
-        return rows[0] if rows else None
 
     def get(self, org: str, job_id: str) -> Job:
         rows = self.db.query("SELECT * FROM jobs WHERE id=? AND organization_id=?", (job_id, org))
@@ -117,7 +103,7 @@ class JobStore:
         """Record progress (and a heartbeat) of a job that is still working. Progress only moves forward (as MCP
         progress must): judges finishing at once report together, and on PostgreSQL their writes run in worker
         threads that may commit in either order, so a report behind the stored one leaves it as it is."""
-        now = _now()
+        now = timestamp()
         with self.db.transaction() as conn:
             conn.execute("UPDATE jobs SET progress=?, total=?, message=?, heartbeat_at=?, updated_at=? "
                          "WHERE id=? AND status='working' AND (progress IS NULL OR progress <= ?)",
@@ -126,7 +112,7 @@ class JobStore:
     def finish(self, job_id: str, status: JobStatus, *, result: dict[str, Any] | None = None,
                error: str | None = None) -> None:
         """A working job's end: completed with its result, or failed/cancelled/interrupted with why."""
-        now = _now()
+        now = timestamp()
         with self.db.transaction() as conn:
             conn.execute("UPDATE jobs SET status=?, result=?, error=?, updated_at=?, finished_at=? "
                          "WHERE id=? AND status='working'",
@@ -152,7 +138,7 @@ class JobStore:
                              (self.worker, before))
         # One home (SQLite): a live process on this host keeps its jobs even when its heartbeat was late.
         stale = [r["id"] for r in rows if self.db.kind != "sqlite" or not _alive(r["worker"] or "")]
-        now, count = _now(), 0
+        now, count = timestamp(), 0
         for job_id in stale:
             with self.db.transaction() as conn:
                 count += int(conn.execute(
@@ -163,7 +149,7 @@ class JobStore:
     def request_cancel(self, org: str, job_id: str) -> Job:
         """Cancel a job held by another replica: it is `cancelled` now, and its holder stops the work when
         it sees the flag on its next heartbeat."""
-        now = _now()
+        now = timestamp()
         with self.db.transaction() as conn:
             conn.execute("UPDATE jobs SET cancel_requested=1, status='cancelled', error=?, updated_at=?, "
                          "finished_at=? WHERE id=? AND organization_id=? AND status='working'",
@@ -182,7 +168,7 @@ class JobStore:
         """At shutdown: this process's jobs that are still working are `interrupted`."""
         rows = self.db.query("SELECT id FROM jobs WHERE status='working' AND worker=?", (self.worker,))
         for r in rows:
-            self.finish(r["id"], "interrupted", error="the server stopped before the job finished; call the tool again")
+            self.finish(r["id"], "interrupted", error=STOPPED)
 
 
 def _job(row: Any, with_result: bool = True) -> Job:

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from judges.store.jobs import JobStore, _now
+from judges.store.database import timestamp
+from judges.store.jobs import JobStore
 
 if TYPE_CHECKING:
     from judges.store.guidelines import Guidelines
@@ -41,7 +42,7 @@ class Leases:
     def beat(self) -> list[str]:
         """One heartbeat: refresh this replica's leases, expire the dead ones; the ids of jobs held here
         whose cancel was requested elsewhere."""
-        db, now = self.jobs.db, _now()
+        db, now = self.jobs.db, timestamp()
         with db.transaction() as conn:
             conn.execute("UPDATE jobs SET heartbeat_at=? WHERE status='working' AND worker=?", (now, self.jobs.worker))
         expired = self.jobs.expire(cutoff(self.lease_s))

@@ -11,8 +11,9 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, Field, field_validator
 
+from judges.call import JudgeCall
 from judges.errors import InputError
-from judges.models.protocol import ModelClient, Usage
+from judges.models.protocol import Usage
 from judges.progress import Progress, no_progress
 from judges.reading.parsing import JudgeFailure, JudgeModel, OutputError
 from judges.reading.verdicts import VerdictError
@@ -162,8 +163,9 @@ async def guideline_contexts(guidelines: Guidelines, org: str, agent_id: str, qu
 MAX_CLAIMS = 25_000
 
 
-async def evaluate_rag_answer(client: ModelClient, *, question: str, answer: str, contexts: Sequence[RagContext],
+async def evaluate_rag_answer(call: JudgeCall, *, question: str, answer: str, contexts: Sequence[RagContext],
                               progress: Progress = no_progress) -> RagEvaluation:
+    client = await call.client()
     if not question.strip():
         raise InputError("question must not be empty, e.g. \"When was the Eiffel Tower built?\"")
     if not answer.strip():

@@ -13,8 +13,9 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, Field
 
+from judges.call import JudgeCall
 from judges.errors import InputError
-from judges.models.protocol import ModelClient, Usage
+from judges.models.protocol import Usage
 from judges.pairwise.judge import CompareResult, pairwise
 from judges.progress import Progress, no_progress
 
@@ -171,9 +172,10 @@ def position_bias(games: Sequence[GameRecord]) -> PositionBias:
                         leans=leans)
 
 
-async def rank_texts(client: ModelClient, *, instruction: str, candidates: Sequence[str], method: str = "round_robin",
+async def rank_texts(call: JudgeCall, *, instruction: str, candidates: Sequence[str], method: str = "round_robin",
                      max_calls: int, retries: int = 1, progress: Progress = no_progress) -> Ranking:
     """Rank `candidates` for `instruction`; the plan (games and model calls) is reported before work starts."""
+    client = await call.client()
     n = len(candidates)
     calls = check_plan(method, n, max_calls)
     if not instruction.strip():
@@ -182,7 +184,7 @@ async def rank_texts(client: ModelClient, *, instruction: str, candidates: Seque
         if not c.strip():
             raise InputError(f"candidates[{i}] is empty; every candidate is a non-empty text")
     if method == "score":
-        return await _by_score(client, instruction, candidates, calls, progress)
+        return await _by_score(call, instruction, candidates, calls, progress)
     games_total = planned_games(method, n)  # type: ignore[arg-type]
     await progress(0, games_total, f"{method}: {games_total} games in both orders, {calls} model calls planned")
     limiter = anyio.CapacityLimiter(GAME_CONCURRENCY)
@@ -277,7 +279,7 @@ async def _tournament(n: int, play_all: PlayAll) -> tuple[list[GameRecord], list
     return records, sorted(out, key=lambda r: (r.rank or 0, r.index))
 
 
-async def _by_score(client: ModelClient, instruction: str, candidates: Sequence[str], calls: int,
+async def _by_score(call: JudgeCall, instruction: str, candidates: Sequence[str], calls: int,
                     progress: Progress) -> Ranking:
     await progress(0, len(candidates), f"score: one helpfulness score per candidate, {calls} model calls planned")
     criterion = builtin_criterion("helpfulness")
@@ -286,7 +288,7 @@ async def _by_score(client: ModelClient, instruction: str, candidates: Sequence[
 
     async def one(i: int) -> None:
         nonlocal done
-        results[i] = await score_text(client, text=candidates[i], criteria=[criterion], instruction=instruction)
+        results[i] = await score_text(call, text=candidates[i], criteria=[criterion], instruction=instruction)
         done += 1
         await progress(done, len(candidates), f"candidate {i} scored ({done} of {len(candidates)})")
 
@@ -298,5 +300,5 @@ async def _by_score(client: ModelClient, instruction: str, candidates: Sequence[
     rank_of = ranks([(t,) if t is not None else (float("-inf"),) for t in totals])
     ranked = sorted((RankedCandidate(index=i, rank=rank_of[i] if t is not None else None, score=t)
                      for i, t in enumerate(totals)), key=lambda r: (r.rank is None, r.rank or 0, r.index))
-    return Ranking(method="score", ranking=ranked, scores=scores, ties=0, planned_model_calls=calls, model=client.name,
+    return Ranking(method="score", ranking=ranked, scores=scores, ties=0, planned_model_calls=calls, model=(await call.client()).name,
                    usage=sum((s.usage for s in scores), Usage()))

@@ -7,8 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from judges.call import JudgeCall
 from judges.errors import InputError
-from judges.models.protocol import ModelClient, Usage
+from judges.models.protocol import Usage
 from judges.progress import Progress, no_progress
 from judges.reading.parsing import JudgeFailure, JudgeModel
 
@@ -52,9 +53,10 @@ class ReferenceComparison(BaseModel):
         return f"the judge's verdict could not be read ({self.failure.kind}: {self.failure.message})"
 
 
-async def compare_to_reference(client: ModelClient, *, text: str, reference: str, instruction: str | None = None,
+async def compare_to_reference(call: JudgeCall, *, text: str, reference: str, instruction: str | None = None,
                                progress: Progress = no_progress) -> ReferenceComparison:
     """One model call, or none when the text equals the reference exactly or after normalisation."""
+    client = await call.client()
     if not reference.strip():
         raise InputError("reference must not be empty, e.g. \"Paris\"")
     match = reference_match(text, reference)

@@ -14,6 +14,7 @@ import anyio
 from pydantic import BaseModel, Field, field_validator
 
 import prompts
+from judges.call import JudgeCall
 from judges.errors import InputError
 from judges.models.protocol import ModelClient, Usage
 from judges.progress import Progress, no_progress
@@ -235,12 +236,13 @@ def check_text_inputs(text: str, criteria: Sequence[Criterion], context: Sequenc
                          "agent_id (the agent's guidelines are searched)")
 
 
-async def score_text(client: ModelClient, *, text: str, criteria: Sequence[Criterion], instruction: str | None = None,
+async def score_text(call: JudgeCall, *, text: str, criteria: Sequence[Criterion], instruction: str | None = None,
                      reference: str | None = None, context: Sequence[str] = (), method: str = "direct",
                      progress: Progress = no_progress, steps: StepsMemo | None = None) -> TextScore:
     """Score `text` on every criterion at once (one call each, plus one steps call per rubric with g_eval,
     unless `steps`, the calling tool's memo, has them); a failed criterion is a typed failure and left out of
     the total."""
+    client = await call.client()
     if method not in ("direct", "g_eval"):
         raise InputError(f"method must be direct or g_eval (got {method!r})")
     check_text_inputs(text, criteria, context)

@@ -13,8 +13,9 @@ from typing import Any
 import anyio.to_thread
 from pydantic import BaseModel, Field
 
+from judges.call import JudgeCall
 from judges.errors import InputError
-from judges.models.protocol import ModelClient, Usage
+from judges.models.protocol import Usage
 from judges.progress import Progress, no_progress
 from judges.reading.parsing import JudgeFailure, JudgeModel, OutputError
 from judges.reading.verdicts import VerdictError
@@ -170,9 +171,10 @@ def _shown(step: Step) -> str:
     return f"tool: {step.tool}\narguments: {args}\nresult: {result}"
 
 
-async def evaluate_trajectory(client: ModelClient, *, goal: str, steps: Sequence[Step],
+async def evaluate_trajectory(call: JudgeCall, *, goal: str, steps: Sequence[Step],
                               expected_tools: Sequence[str] | None = None,
                               progress: Progress = no_progress) -> TrajectoryEvaluation:
+    client = await call.client()
     if not goal.strip():
         raise InputError("goal must not be empty, e.g. \"Book a table for two on Friday\"")
     if not steps:
