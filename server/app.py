@@ -27,6 +27,7 @@ from judges.store.access import TokenStore
 from . import client_log, health, resources
 from .context import AppContext, analysis_categories, open_app, organization_of
 from .errors import arguments_error, failure_of, log_call, tool_error, unknown_argument
+from .jobs import CALL_ARGUMENTS
 from .options import instructions
 from .roles import TOOL_ROLES, may_list, require_role, require_toolset
 from .settings import Settings
@@ -144,6 +145,7 @@ class JudgeServer(MCPServer[AppContext]):
             # The tool's module imported and the tool built in a worker thread: the event loop keeps serving.
             await anyio.to_thread.run_sync(self.lazy_tools.get_tool, name)
         await self.admit(name, context, arguments)
+        called = CALL_ARGUMENTS.set(arguments)  # a resumable background job keeps them (server/jobs.py)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -152,6 +154,15 @@ class JudgeServer(MCPServer[AppContext]):
                 raise
             raise ToolError(f"Error executing tool {name}: {arguments_error(tool.parameters, exc.__cause__)}") \
                 from exc.__cause__
+        finally:
+            CALL_ARGUMENTS.reset(called)
+
+    async def call_again(self, name: str, arguments: dict[str, Any], context: Any) -> Any:
+        """A background job's tool called again by the server itself (a job taken over, server/jobs.py): it was
+        admitted when its caller first called it."""
+        if not self.lazy_tools.ready(name):
+            await anyio.to_thread.run_sync(self.lazy_tools.get_tool, name)
+        return await self._tool_manager.call_tool(name, arguments, context, convert_result=True)
 
 
     async def admit(self, name: str, context: Context[AppContext, Any] | None,
@@ -310,6 +321,8 @@ def create_server(settings: Settings, *, http_auth: bool = False, base_url: str 
         async with open_app(settings, client_roots=client_roots, roots_owner=roots_owner,
                             categories=categories) as app:
             mcp.app = app
+            if app.jobs is not None:
+                app.jobs.attach(mcp, mcp.call_again)  # jobs taken over are continued from here on
             loading = mcp.load_tool_modules_later(settings.warm_delay_s)
             try:
                 yield app

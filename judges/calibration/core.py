@@ -14,6 +14,7 @@ from judges.models.protocol import ModelClient, Usage
 from judges.pairwise.judge import VIESCORE_SCALE, compare
 from judges.progress import Progress, no_progress
 from judges.text.scoring import Criterion, StepsMemo, score_text
+from judges.units import once
 
 from . import stats
 from .dataset import Item, JudgeName
@@ -315,9 +316,11 @@ async def calibrate(client: ModelClient, spec: JudgeSpec, items: Sequence[Item],
 
     async def one(i: int) -> None:
         nonlocal done
+        async def run() -> Judged:
+            return await judge_item(client, spec, items[i], policy=policy, retries=retries, contexts=contexts,
+                                    steps=steps)
         async with limiter:
-            judged[i] = await judge_item(client, spec, items[i], policy=policy, retries=retries, contexts=contexts,
-                                         steps=steps)
+            judged[i] = await once(f"item {i}", Judged, run)  # a background job's unit (judges/units.py)
         done += 1
         await progress(done, len(items), f"item {items[i].id} judged ({done} of {len(items)})")
 

@@ -160,6 +160,16 @@ CREATE TABLE IF NOT EXISTS budget_reservations (
     expires_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS budget_reservations_day ON budget_reservations (organization_id, day, expires_at);
+CREATE TABLE IF NOT EXISTS job_units (
+    job_id TEXT NOT NULL,
+    unit TEXT NOT NULL,
+    result TEXT,
+    worker TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    PRIMARY KEY (job_id, unit)
+);
 """
 
 
@@ -175,6 +185,11 @@ MIGRATIONS: list[tuple[int, str]] = [
     (7, "ALTER TABLE iterations ADD COLUMN usage TEXT"),  # the iteration's tokens and cost (Usage, JSON)
     (8, "ALTER TABLE usage_daily ADD COLUMN cache_hits INTEGER NOT NULL DEFAULT 0"),  # replies from the cache
     (9, "ALTER TABLE usage_daily ADD COLUMN saved_usd REAL NOT NULL DEFAULT 0"),  # what those would have cost
+    # Resumable jobs (judges/store/jobs.py): the call to make again, who made it, how often it was taken over.
+    (10, "ALTER TABLE jobs ADD COLUMN arguments TEXT"),  # the tool's arguments (JSON), for a resumable tool
+    (11, "ALTER TABLE jobs ADD COLUMN caller TEXT"),  # {"authenticated", "role"} of the call that started it
+    (12, "ALTER TABLE jobs ADD COLUMN takeovers INTEGER NOT NULL DEFAULT 0"),  # times another process took it over
+    (13, "ALTER TABLE jobs ADD COLUMN units_reused INTEGER NOT NULL DEFAULT 0"),  # units read back, not redone
 ]
 
 # Counters bumped by every write to the guideline store, so replicas sharing a Chroma server know when
