@@ -11,6 +11,7 @@ import anyio
 from pydantic import BaseModel, Field, field_validator
 
 import prompts
+from judges import telemetry
 from judges.errors import ConfigError
 from judges.models.protocol import Message, ModelClient, ModelRequest, TextPart, Usage
 from judges.progress import Progress, no_progress
@@ -300,6 +301,9 @@ async def evaluate(agents: Sequence[Agent], images: Sequence[Any], *, brief: str
         if results[slot] is None:
             results[slot] = found
             await judged_one(found)
+        telemetry.evaluation(agent.name, found.score, found.status, found.feedback or found.error,
+                             agent_id=agent.id, prompt_id=agent.template_id or "image_evaluation",
+                             prompt_version=None, model=found.model, image_index=str(index))
 
     async with anyio.create_task_group() as tg:
         slot = 0
