@@ -87,10 +87,10 @@ def failure_of(exc: BaseException) -> JudgeFailure:
 # How each kind opens its tool error, and its outcome in the call log.
 _PREFIX = {"invalid_input": "invalid input: ", "not_found": "invalid input: ", "cancelled": "",
            "configuration": "server configuration: ", "store_error": "guideline store: ", "budget_exceeded": "",
-           "forbidden": "permission denied: ", "over_limit": "limit reached: "}
+           "forbidden": "permission denied: ", "over_limit": "limit reached: ", "unavailable": "unavailable: "}
 _OUTCOME = {"invalid_input": "invalid_input", "not_found": "invalid_input", "cancelled": "cancelled",
             "configuration": "configuration", "store_error": "store_error", "budget_exceeded": "budget_exceeded",
-            "forbidden": "forbidden", "over_limit": "over_limit"}
+            "forbidden": "forbidden", "over_limit": "over_limit", "unavailable": "unavailable"}
 
 
 def tool_error(failure: JudgeFailure) -> ToolError:

@@ -52,6 +52,14 @@ class Collector:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
 
+    async def received(self, name: str) -> None:
+        """Until a span of this name arrived."""
+        while True:
+            if any(s.name == name for s in self.spans):
+                return
+            await anyio.sleep(0.1)
+
+
 def attributes(item: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kv in item.attributes:
@@ -86,8 +94,7 @@ async def test_an_evaluate_image_call_reaches_the_collector_as_a_tool_span_with_
         agent = (await call(client, "create_agent", name="Judge-T", system_prompt="You are judge A."))["id"]
         run = await call(client, "evaluate_image", brief="a red square", images=[png_b64()])
     with anyio.fail_after(20):
-        while not any(s.name == "execute_tool evaluate_image" for s in collector.spans):
-            await anyio.sleep(0.1)
+        await collector.received("execute_tool evaluate_image")
     tool = next(s for s in collector.spans if s.name == "execute_tool evaluate_image")
     children = [s for s in collector.spans if s.parent_span_id == tool.span_id]
     model = attributes(children[0])

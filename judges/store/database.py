@@ -357,6 +357,26 @@ class _PgConnection:
         return self._conn.execute(pg_sql(sql), storable(params))
 
 
+POOL_WAIT_S = 5.0  # the longest a call waits for a database connection
+CONNECT_TIMEOUT_S = 3  # one connection attempt
+
+
+@contextmanager
+def unavailable_as_error() -> Iterator[None]:
+    """PostgreSQL stopped, restarting or unreachable: an UnavailableError saying so (the store's one failure type),
+    not an incident."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.OperationalError as exc:
+        from judges.errors import UnavailableError
+
+        raise UnavailableError(
+            f"the state database (PostgreSQL) did not answer: {type(exc).__name__}: {str(exc).strip()[:200]}",
+            hint="retry in a few seconds; the server reconnects by itself once the database is back") from exc
+
+
 class PostgresDatabase(Database):
     """PostgreSQL by URL (psycopg 3, a psycopg_pool connection pool); the same interface as SQLite's."""
 
@@ -369,8 +389,13 @@ class PostgresDatabase(Database):
         self.url = url
         self._pool_size = pool_size
         self._limiter: Any = None  # anyio.CapacityLimiter, made in the event loop that first needs it
-        self._pool = psycopg_pool.ConnectionPool(url, min_size=1, max_size=pool_size, open=True, timeout=30,
-                                                 kwargs={"row_factory": _row_factory, "autocommit": True})
+        # A stopped or unreachable database: a call waits at most POOL_WAIT_S for a connection (each attempt at most
+        # CONNECT_TIMEOUT_S), then fails with UnavailableError; a connection is checked as it leaves the pool, so
+        # the ones a restart broke are replaced, and the pool reconnects by itself once the database is back.
+        self._pool = psycopg_pool.ConnectionPool(url, min_size=1, max_size=pool_size, open=True, timeout=POOL_WAIT_S,
+                                                 check=psycopg_pool.ConnectionPool.check_connection,
+                                                 kwargs={"row_factory": _row_factory, "autocommit": True,
+                                                         "connect_timeout": CONNECT_TIMEOUT_S})
         self._pool.wait(timeout=30)
         self._prepare()
 
@@ -413,11 +438,11 @@ class PostgresDatabase(Database):
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
-        with self._pool.connection() as conn, conn.transaction():
+        with unavailable_as_error(), self._pool.connection() as conn, conn.transaction():
             yield _PgConnection(conn)
 
     def query(self, sql: str, params: tuple[object, ...] = ()) -> list[Any]:
-        with self._pool.connection() as conn:
+        with unavailable_as_error(), self._pool.connection() as conn:
             cur = conn.execute(pg_sql(sql), storable(params))
             return cur.fetchall() if cur.description else []
 
