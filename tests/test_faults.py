@@ -102,3 +102,58 @@ async def test_postgresql_stopped_under_load_fails_calls_quickly_and_the_replica
     assert first_error < 10 and max(o[2] for o in during) < 10 and recovered < 15
     assert (ready.status_code, ready.json()["checks"]["database"], alive.status_code) == (503, "fail", 200)
     assert (again["id"], ready_again.status_code) == (agent, 200)
+
+
+def chroma_server(path: Path, port: int) -> subprocess.Popen[bytes]:
+    from tests.replicas import chroma_command
+
+    command = chroma_command()
+    assert command is not None
+    proc = subprocess.Popen([command, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert wait_for_port(port, 60), "chroma run did not start within 60 s"
+    return proc
+
+
+async def test_a_chroma_server_restart_fails_uploads_and_searches_clearly_then_they_work_again(
+        tmp_path: Path) -> None:
+    from tests.replicas import chroma_command
+
+    if chroma_command() is None:
+        pytest.skip("the chroma command is not installed")
+    port = free_port()
+    chroma = chroma_server(tmp_path / "chroma", port)
+    base, proc = replica(tmp_path / "home", JUDGE_MCP_CHROMA_URL=f"http://127.0.0.1:{port}")
+    try:
+        async with client_with_token(base + "/mcp", TOKEN) as client, httpx.AsyncClient(trust_env=False) as http:
+            agent = (await call(client, "create_agent", name="Docs", system_prompt="judge"))["id"]
+            kept = await call(client, "upload_guideline", agent_id=agent, filename="a.md",
+                              text="Never stretch the logo.")
+            chroma.terminate()
+            chroma.wait(timeout=20)
+            with anyio.fail_after(30):
+                upload = await timed_call(client, "upload_guideline",
+                                          {"agent_id": agent, "filename": "b.md", "text": "Blue is HEX#488EFF."})
+                search = await timed_call(client, "search_guidelines",
+                                          {"agent_id": agent, "query": "logo", "similarity_threshold": 0})
+            ready = await http.get(base + "/readyz")
+            chroma = chroma_server(tmp_path / "chroma", port)
+            restarted_at = time.monotonic()
+            with anyio.fail_after(30):
+                while not (found := await timed_call(client, "search_guidelines", {
+                        "agent_id": agent, "query": "logo", "similarity_threshold": 0}))[0]:
+                    await anyio.sleep(0.2)
+            recovered = time.monotonic() - restarted_at
+            again = await call(client, "upload_guideline", agent_id=agent, filename="b.md", text="Blue is HEX#488EFF.")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        chroma.terminate()
+        chroma.wait(timeout=20)
+    print(f"Chroma restart: upload failed after {upload[1]:.1f} s, search after {search[1]:.1f} s; searches work "
+          f"again {recovered:.1f} s after the restart")
+    print(upload[2][:300], "|", search[2][:300])
+    assert (upload[0], search[0], ready.json()["checks"]["chroma"]) == (False, False, "fail")
+    assert upload[1] < 10 and search[1] < 10
+    assert "guideline store" in upload[2] and "guideline store" in search[2]
+    assert kept["id"] in found[2] and again["processing_status"] == "processed" and recovered < 15
