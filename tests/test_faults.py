@@ -115,6 +115,14 @@ def chroma_server(path: Path, port: int) -> subprocess.Popen[bytes]:
     return proc
 
 
+async def until_ok(client: Any, tool: str, args: dict[str, Any]) -> tuple[bool, float, str]:
+    while True:
+        outcome = await timed_call(client, tool, args)
+        if outcome[0]:
+            return outcome
+        await anyio.sleep(0.2)
+
+
 async def test_a_chroma_server_restart_fails_uploads_and_searches_clearly_then_they_work_again(
         tmp_path: Path) -> None:
     from tests.replicas import chroma_command
@@ -140,9 +148,8 @@ async def test_a_chroma_server_restart_fails_uploads_and_searches_clearly_then_t
             chroma = chroma_server(tmp_path / "chroma", port)
             restarted_at = time.monotonic()
             with anyio.fail_after(30):
-                while not (found := await timed_call(client, "search_guidelines", {
-                        "agent_id": agent, "query": "logo", "similarity_threshold": 0}))[0]:
-                    await anyio.sleep(0.2)
+                found = await until_ok(client, "search_guidelines",
+                                       {"agent_id": agent, "query": "logo", "similarity_threshold": 0})
             recovered = time.monotonic() - restarted_at
             again = await call(client, "upload_guideline", agent_id=agent, filename="b.md", text="Blue is HEX#488EFF.")
     finally:
