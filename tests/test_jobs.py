@@ -219,3 +219,12 @@ async def test_units_recorded_are_read_back_and_a_begun_one_is_redone_and_listed
     job = store.get("o", job_id)
     assert asked == ["item 0", "item 1", "item 2"] and [g.value for g in got] == [1.0, 2.0, 3.0]
     assert (units.reused, job.units_done, job.units_redone) == (1, 3, ["item 1"])
+
+
+def test_a_job_taken_over_three_times_is_interrupted_instead_of_taken_again(db: Database) -> None:
+    job_id = resumable(db, f"{socket.gethostname()}:999999999", "2020-01-01T00:00:00.000Z")
+    with db.transaction() as conn:
+        conn.execute("UPDATE jobs SET takeovers=3 WHERE id=?", (job_id,))
+    leases = Leases(JobStore(db, worker="replica-9"), None, lease_s=15, resumable=("calibrate_judge",))
+    leases.beat()
+    assert (leases.claimed, JobStore(db).get("o", job_id).status) == ([], "interrupted")

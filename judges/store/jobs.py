@@ -32,6 +32,8 @@ from judges.store.database import Database, shown
 JobStatus = Literal["working", "completed", "failed", "cancelled", "interrupted"]
 STATUSES: tuple[str, ...] = ("working", "completed", "failed", "cancelled", "interrupted")
 FINISHED = ("completed", "failed", "cancelled", "interrupted")
+# A job whose process stopped this many times is not taken over again (interrupted: its work may be what stops them).
+MAX_TAKEOVERS = 3
 EXPIRED = "1970-01-01T00:00:00.000Z"  # a heartbeat that has expired whatever the lease
 
 
@@ -166,8 +168,8 @@ class JobStore:
             return []
         marks = ",".join("?" for _ in tools)
         sql = (f"SELECT id, organization_id, tool, arguments, caller, worker FROM jobs WHERE status='working' "
-               f"AND arguments IS NOT NULL AND tool IN ({marks}) AND ")
-        params: tuple[object, ...] = tuple(tools)
+               f"AND arguments IS NOT NULL AND takeovers<? AND tool IN ({marks}) AND ")
+        params: tuple[object, ...] = (MAX_TAKEOVERS, *tools)
         if self.db.kind == "sqlite":
             sql += "1=1"
         elif at_start:
@@ -215,7 +217,8 @@ class JobStore:
 
     def interrupt_orphans(self) -> int:
         """At start: jobs still `working` whose worker process on this host has ended are `interrupted`."""
-        rows = self.db.query("SELECT id, worker FROM jobs WHERE status='working' AND arguments IS NULL")
+        rows = self.db.query("SELECT id, worker FROM jobs WHERE status='working' AND (arguments IS NULL "
+                             "OR takeovers>=?)", (MAX_TAKEOVERS,))
         # Resumable jobs (arguments kept) are taken over instead (claim). With a shared database (replicas on other hosts) leases decide instead: see judges/store/leases.py.
         orphans = [r["id"] for r in rows if r["worker"] == self.worker
                    or (self.db.kind == "sqlite" and not _alive(r["worker"] or ""))]
