@@ -99,6 +99,8 @@ async def test_an_evaluate_image_call_reaches_the_collector_as_a_tool_span_with_
     children = [s for s in collector.spans if s.parent_span_id == tool.span_id]
     model = attributes(children[0])
     event = tool.events[0]
+    for span in (tool, *children):  # the trace as the collector received it (shown with -s)
+        print(span.name, attributes(span), [(e.name, attributes(e)) for e in span.events])
     assert attributes(tool) == {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "evaluate_image",
                                 "judge_mcp.organization": "org-t", "judge_mcp.outcome": "ok"}
     assert [s.name for s in children] == ["chat gpt-fake"]
