@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
+from judges.text.ranking import GAME_CONCURRENCY
 from tests.fake_model_server import FakeModelServer, Recorded, Scripted
 from tests.mcp_helpers import call
 from tests.replicas import Topology
@@ -121,3 +122,20 @@ async def test_a_replica_killed_during_a_200_item_calibration_has_its_job_finish
     assert sorted(counts) == list(range(200)) and max(counts.values()) <= 2
     assert set(twice) <= redone and len(redone) <= 4  # only the items in flight at the kill
     assert job["units_reused"] == len(set(left) - redone)  # every item finished before the kill was read back
+
+
+async def test_a_rank_texts_job_continued_after_a_restart_plays_every_game_once_more_at_most(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    fake_server.respond_with(lambda rec: Scripted(text='{"winner": "Response A"}', delay_s=0.2))
+    home = tmp_path / "home"
+    candidates = [f"Candidate number {i}." for i in range(7)]  # 21 games, 42 model calls
+    async with judge_mcp(home, fake_server) as first:
+        started = await call(first, "rank_texts", instruction="Describe autumn.", candidates=candidates,
+                             background=True)
+        before = await job_when(first, started["job_id"], lambda j: j["progress"] >= 6, 60)
+    async with judge_mcp(home, fake_server) as second:
+        job = await job_when(second, started["job_id"], lambda j: j["status"] != "working", 60)
+    redone = len(job["units_redone"])
+    assert (job["status"], len(job["result"]["games"]), job["takeovers"]) == ("completed", 21, 1)
+    assert job["units_reused"] >= before["progress"] and redone <= GAME_CONCURRENCY  # the games in flight
+    assert len(fake_server.requests) <= 42 + 2 * redone  # a game is two requests; only the redone ones again
