@@ -139,3 +139,24 @@ async def test_a_rank_texts_job_continued_after_a_restart_plays_every_game_once_
     assert (job["status"], len(job["result"]["games"]), job["takeovers"]) == ("completed", 21, 1)
     assert job["units_reused"] >= before["progress"] and redone <= GAME_CONCURRENCY  # the games in flight
     assert len(fake_server.requests) <= 42 + 2 * redone  # a game is two requests; only the redone ones again
+
+
+async def test_an_evaluate_image_job_continued_after_a_restart_judges_each_image_once_more_at_most(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    from tests.test_long_work import image_verdict, png_b64
+
+    # Two judgements answer at once, the next four hang (in flight at the stop), later ones answer at once.
+    fake_server.respond_with(lambda rec: Scripted(text=image_verdict(60), delay_s=30 if 3 <= len(
+        fake_server.requests) <= 6 else 0))
+    home = tmp_path / "home"
+    images = [png_b64(colour) for colour in ("red", "green", "blue", "white", "black", "yellow")]
+    async with judge_mcp(home, fake_server) as first:
+        await call(first, "create_agent", name="Judge-R", system_prompt="You are judge R.")
+        started = await call(first, "evaluate_image", brief="a square", images=images, background=True)
+        before = await job_when(first, started["job_id"], lambda j: j["progress"] >= 2, 60)
+    async with judge_mcp(home, fake_server) as second:
+        job = await job_when(second, started["job_id"], lambda j: j["status"] != "working", 60)
+    redone = len(job["units_redone"])
+    assert (job["status"], len(job["result"]["evaluations"]), job["takeovers"]) == ("completed", 6, 1)
+    assert {e["score"] for e in job["result"]["evaluations"]} == {60}
+    assert job["units_reused"] >= before["progress"] and len(fake_server.requests) <= 6 + redone
