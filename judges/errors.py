@@ -25,6 +25,8 @@ FailureKind = Literal[
     "budget_exceeded",
     # the caller's role or organization's limits (HTTP tokens, server/roles.py)
     "forbidden", "over_limit",
+    # the state database did not answer (PostgreSQL stopped or unreachable: judges/store/database.py)
+    "unavailable",
 ]
 
 # The kinds a model reply or a model backend gives (a judge's per-item failures).
@@ -100,6 +102,12 @@ class OverLimitError(JudgeError):
     """The caller's organization is over one of its limits (calls per minute); the message says when to retry."""
 
     default_kind: ClassVar[FailureKind] = "over_limit"
+
+
+class UnavailableError(JudgeError, RuntimeError):
+    """The state database did not answer in time; the call changed nothing it could not finish, retry later."""
+
+    default_kind: ClassVar[FailureKind] = "unavailable"
 
 
 class ConfigError(JudgeError, RuntimeError):

@@ -30,6 +30,7 @@ from judges.store.access import TokenStore
 from . import client_log, health, resources, sdk
 from .context import AppContext, analysis_categories, open_app, organization_of
 from .errors import arguments_error, failure_of, log_call, tool_error, unknown_argument
+from .jobs import CALL_ARGUMENTS
 from .options import instructions
 from .roles import TOOL_ROLES, may_list, require_role, require_toolset
 from .settings import Settings
@@ -152,6 +153,7 @@ class JudgeServer(MCPServer[AppContext]):
         await self.admit(name, context, arguments)
         if context is None:
             context = Context(mcp_server=self)
+        called = CALL_ARGUMENTS.set(arguments)  # a resumable background job keeps them (server/jobs.py)
         try:
             return await tool.run(arguments, context, convert_result=True)
         except ToolError as exc:
@@ -159,6 +161,18 @@ class JudgeServer(MCPServer[AppContext]):
                 raise
             raise ToolError(f"Error executing tool {name}: {arguments_error(tool.parameters, exc.__cause__)}") \
                 from exc.__cause__
+        finally:
+            CALL_ARGUMENTS.reset(called)
+
+    async def call_again(self, name: str, arguments: dict[str, Any], context: Any) -> Any:
+        """A background job's tool called again by the server itself (a job taken over, server/jobs.py): it was
+        admitted when its caller first called it."""
+        if not self.catalog.ready(name):
+            await anyio.to_thread.run_sync(self.catalog.get_tool, name)
+        tool = self.catalog.get_tool(name)
+        if tool is None:
+            raise ToolError(f"Unknown tool: {name}")
+        return await tool.run(arguments, context, convert_result=True)
 
     async def list_resources(self) -> list[MCPResource]:
         await self._registered(self.resource_registrations)
@@ -343,6 +357,8 @@ def create_server(settings: Settings, *, http_auth: bool = False, base_url: str 
         async with open_app(settings, client_roots=client_roots, roots_owner=roots_owner,
                             categories=categories) as app:
             mcp.app = app
+            if app.jobs is not None:
+                app.jobs.attach(mcp, mcp.call_again)  # jobs taken over are continued from here on
             loading = mcp.load_tool_modules_later(settings.warm_delay_s)
             try:
                 yield app

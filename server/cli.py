@@ -344,6 +344,26 @@ class _Scrubbed(logging.Formatter):
         return SECRETS.scrub(self.inner.format(record))
 
 
+def start_telemetry(settings: Any, *, http: bool) -> None:
+    """OpenTelemetry traces when OTEL_EXPORTER_OTLP_ENDPOINT is set (flushed at exit), Prometheus metrics on the HTTP
+    transports (judges/telemetry.py); neither imports anything otherwise."""
+    import atexit
+
+    from judges import telemetry
+
+    if telemetry.tracing_configured():
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            ours = version("judge-mcp")
+        except PackageNotFoundError:
+            ours = "0"
+        if telemetry.start_tracing(ours):
+            atexit.register(telemetry.stop_tracing)
+    if http and settings.metrics:
+        telemetry.start_metrics()
+
+
 def scrub_uvicorn_log() -> None:
     """uvicorn's own handlers (set up by its Config) mask secrets too."""
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
@@ -389,6 +409,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     configure_logging(settings.log_level)
     from .app import create_server
+
+    start_telemetry(settings, http=args.transport != "stdio")
 
     if args.transport == "stdio":
         import anyio

@@ -32,13 +32,13 @@ from judges.store.agents import Agent, AgentStore
 from judges.store.database import Database, open_database
 from judges.store.guidelines import SEARCH_READY, Guidelines, IngestSettings
 from judges.store.jobs import JobStore
-from judges.store.leases import Leases
+from judges.store.leases import Leases, cutoff
 from judges.store.metering import Metering
 from judges.store.results import ResultCache
 from judges.store.usage import UsageLedger
 from rag.warmup import Warmup, freeze_heap, import_imaging, import_numpy
 
-from .jobs import JobRunner
+from .jobs import RESUMABLE, JobRunner
 from .options import SHARED_OPTIONS
 from .roots import call_roots
 from .sampling import SamplingClient, sampling_offered
@@ -236,6 +236,8 @@ async def open_app(settings: Settings, *, client_roots: bool = True,
         # all-old or all-new again, no temp file stays (judges/patches/journal.py).
         await anyio.to_thread.run_sync(recover_registered, settings.patch_journal_dir, settings.allowed_roots)
         store = JobStore(db)
+        # Resumable jobs an earlier process of this home (or a replica whose lease expired) left: continued here.
+        claimed = store.claim(RESUMABLE, cutoff(settings.lease_s), at_start=True)
         interrupted = store.interrupt_orphans()
         if interrupted:
             log.warning("%d background job(s) of an earlier server process marked interrupted", interrupted)
@@ -248,7 +250,9 @@ async def open_app(settings: Settings, *, client_roots: bool = True,
                              jobs=(runner := JobRunner(store, tg, settings.max_jobs_per_org)),
                              metering=build_metering(settings, db), limiter=limiter,
                              analysis_categories=categories)
-            tg.start_soon(Leases(store, guidelines, settings.lease_s).run, runner.cancel_here)
+            runner.take_over(claimed)  # once the server attaches (server/app.py lifespan)
+            tg.start_soon(Leases(store, guidelines, settings.lease_s, RESUMABLE).run, runner.cancel_here,
+                          runner.take_over)
             log.info("judge-mcp ready: data in %s, model %s", settings.home, settings.model)
             try:
                 yield app

@@ -10,11 +10,13 @@ import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from types import SimpleNamespace
 from typing import Any, ParamSpec, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
 
+from judges import telemetry
 from judges.errors import MODEL_KINDS, SECRETS, JudgeError, JudgeFailure
 from prompts import PromptError
 from rag.formats import DocumentError
@@ -38,6 +40,9 @@ def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         started = time.monotonic()
         outcome = "ok"
         result: Any = None
+        # The call's trace span (judges/telemetry.py; None unless OTEL_EXPORTER_OTLP_ENDPOINT is set).
+        span = telemetry.tool_span(tool, _organization(args, kwargs)) if telemetry.tracing() else nullcontext()
+        current = span.__enter__()
         try:
             result = await fn(*args, **kwargs)
             return result
@@ -63,6 +68,8 @@ def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
             ) from exc
         finally:
             log_call(tool, args, kwargs, time.monotonic() - started, outcome, result)
+            telemetry.end_tool_span(current, outcome, _job_of(tool, kwargs, result))
+            span.__exit__(None, None, None)
 
     setattr(wrapper, WRAPPED, True)
     return wrapper
@@ -80,10 +87,10 @@ def failure_of(exc: BaseException) -> JudgeFailure:
 # How each kind opens its tool error, and its outcome in the call log.
 _PREFIX = {"invalid_input": "invalid input: ", "not_found": "invalid input: ", "cancelled": "",
            "configuration": "server configuration: ", "store_error": "guideline store: ", "budget_exceeded": "",
-           "forbidden": "permission denied: ", "over_limit": "limit reached: "}
+           "forbidden": "permission denied: ", "over_limit": "limit reached: ", "unavailable": "unavailable: "}
 _OUTCOME = {"invalid_input": "invalid_input", "not_found": "invalid_input", "cancelled": "cancelled",
             "configuration": "configuration", "store_error": "store_error", "budget_exceeded": "budget_exceeded",
-            "forbidden": "forbidden", "over_limit": "over_limit"}
+            "forbidden": "forbidden", "over_limit": "over_limit", "unavailable": "unavailable"}
 
 
 def tool_error(failure: JudgeFailure) -> ToolError:
@@ -101,15 +108,10 @@ def tool_error(failure: JudgeFailure) -> ToolError:
 def log_call(tool: str, args: Any, kwargs: dict[str, Any], seconds: float, outcome: str, result: Any) -> None:
     """One line per tool call on stderr: tool, organization, duration, outcome, model requests, tokens, the cost in
     USD (null when a model's price is unknown) and whether the result came from the cache."""
+    telemetry.count_call(tool, outcome, seconds)  # Prometheus, when /metrics is on
     if not log.isEnabledFor(logging.INFO):
         return
-    from .context import organization_of
-
-    ctx = kwargs.get("ctx", args[0] if args else None)
-    try:
-        org = organization_of(ctx)
-    except Exception:  # no request context (a direct call in a test)
-        org = "-"
+    org = _organization(args, kwargs)
     structured = getattr(result, "structured_content", None)  # a CallToolResult (tools that may run as jobs)
     usage = getattr(result, "usage", None)
     if usage is None and isinstance(structured, dict) and isinstance(structured.get("usage"), dict):
@@ -120,12 +122,30 @@ def log_call(tool: str, args: Any, kwargs: dict[str, Any], seconds: float, outco
     if requests is not None and hasattr(usage, "cost_usd"):
         cost = getattr(usage, "cost_usd", None)
         spent += f" cost_usd={'null' if cost is None else f'{cost:.6f}'} cached={str(bool(getattr(usage, 'cached', False))).lower()}"
-    # The job id: a background job's own line (job_id passed by the runner), or the call that started it.
-    job = kwargs.get("job_id") if tool not in ("get_job", "cancel_job") else None
-    if job is None and isinstance(structured, dict) and "status" in structured and tool not in ("get_job", "cancel_job"):
-        job = structured.get("job_id")
+    job = _job_of(tool, kwargs, result)
     spent += f" job={job}" if job else ""
     log.info("tool=%s org=%s duration_ms=%.0f outcome=%s%s", tool, org, seconds * 1000, outcome, spent)
+
+
+def _organization(args: Any, kwargs: dict[str, Any]) -> str:
+    from .context import organization_of
+
+    ctx = kwargs.get("ctx", args[0] if args else None)
+    try:
+        return organization_of(ctx)
+    except Exception:  # no request context (a direct call in a test)
+        return "-"
+
+
+def _job_of(tool: str, kwargs: dict[str, Any], result: Any) -> str | None:
+    """The job id: a background job's own run (job_id passed by the runner), or the call that started it."""
+    if tool in ("get_job", "cancel_job"):
+        return None
+    job = kwargs.get("job_id")
+    structured = getattr(result, "structured_content", None)
+    if job is None and isinstance(structured, dict) and "status" in structured:
+        job = structured.get("job_id")
+    return str(job) if job else None
 
 
 # --- the SDK's argument validation, in words ------------------------------------------------

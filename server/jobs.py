@@ -8,6 +8,12 @@ with background=true the call returns a `JobStarted` at once and the work runs i
 its progress and its result stored by the JobStore, read with get_job. The tool's return annotation is
 `Annotated[CallToolResult, or_job(ResultModel)]`: its output schema is the result or a JobStarted.
 
+Resumable jobs: calibrate_judge, rank_texts and evaluate_image record each finished unit of work (an item, a
+game, a judge x image; judges/units.py) in the job's record. When the process running one stops, another takes
+it over (`JobRunner.take_over`: a replica whose lease check finds it expired, judges/store/leases.py, or a
+single server restarted on the same home) and calls the tool again with the job's own arguments, as its
+caller: the units recorded are read back, not asked of the model again.
+
 The shapes map onto MCP's Tasks extension: job_id is the task id, the statuses are Tasks' (plus
 interrupted), get_job/cancel_job/list_jobs are tasks/get, tasks/cancel and tasks/list, and get_job's
 `result` is what tasks/result would return.
@@ -19,6 +25,8 @@ import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
+from types import SimpleNamespace
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
@@ -32,7 +40,8 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 from judges.call import JudgeCall
 from judges.errors import InputError
 from judges.progress import Progress
-from judges.store.jobs import STOPPED, Job, JobStatus, JobStore
+from judges.store.jobs import Claimed, Job, JobStatus, JobStore
+from judges.units import UNITS
 
 from .client_log import client_log
 from .errors import tool_errors
@@ -42,6 +51,14 @@ log = logging.getLogger("judge_mcp")
 Background = Annotated[bool, Field(description=SHARED_OPTIONS["background"])]
 Work = Callable[[Progress], Awaitable[Any]]
 T = TypeVar("T")
+
+# The tools whose background jobs are continued by another process when theirs stops (they record units).
+RESUMABLE = ("calibrate_judge", "rank_texts", "evaluate_image")
+# The arguments of the tools/call being served (set by JudgeServer.call_tool): a resumable job keeps them.
+CALL_ARGUMENTS: ContextVar[dict[str, Any] | None] = ContextVar("judge_mcp_call_arguments", default=None)
+# The job a tool called again is continuing (JobRunner.resume): run_or_background runs its work in that job.
+RESUMING: ContextVar[Claimed | None] = ContextVar("judge_mcp_resuming", default=None)
+CallAgain = Callable[[str, dict[str, Any], Any], Awaitable[Any]]
 
 
 class JobStarted(BaseModel):
@@ -111,31 +128,130 @@ def _structured(result: Any) -> dict[str, Any]:
     return dict(result)
 
 
+class JobUnits:
+    """A job's record of finished units (judges/units.py UnitRecord), read once when its work starts."""
+
+    def __init__(self, store: JobStore, job_id: str, recorded: dict[str, str | None]):
+        self.store, self.job_id, self.recorded = store, job_id, recorded
+        self.reused = 0
+
+    def finished(self, key: str) -> str | None:
+        found = self.recorded.get(key)
+        if found is not None:
+            self.reused += 1
+        return found
+
+    async def start(self, key: str) -> None:
+        await self.store.db.run(self.store.unit_started, self.job_id, key)
+
+    async def finish(self, key: str, result: str) -> None:
+        await self.store.db.run(self.store.unit_finished, self.job_id, key, result)
+
+
 class JobRunner:
     """Runs background jobs in the server's task group (they outlive the request) and keeps their cancel
-    scopes; the JobStore holds what they report."""
+    scopes; the JobStore holds what they report. A resumable job's units are recorded as they finish, and a
+    job taken over from a stopped process is called again (`take_over`) once the server can call its tools
+    (`attach`)."""
 
     def __init__(self, store: JobStore, task_group: TaskGroup, max_per_org: int | None = None):
         self.store = store
         self.task_group = task_group
         self.max_per_org = max_per_org  # background jobs one organization may have running (JUDGE_MCP_MAX_JOBS_PER_ORG)
         self._scopes: dict[str, anyio.CancelScope] = {}
+        self._call_again: CallAgain | None = None
+        self._server: Any = None
+        self._pending: list[Claimed] = []
 
     async def _store(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Store work off the event loop on PostgreSQL (Database.run), as tools do with `app.store`."""
         return await self.store.db.run(functools.partial(fn, *args, **kwargs))
 
     async def start(self, ctx: Any, org: str, tool: str, work: Work) -> Job:
-        job = await self._store(self.store.create, org, tool, self.max_per_org)
+        resuming = RESUMING.get()
+        if resuming is not None and resuming.tool == tool:  # a job taken over: its work continues in it
+            self.task_group.start_soon(self._run, ctx, resuming.job_id, tool, work)
+            return await self._store(self.store.get, org, resuming.job_id)
+        arguments = CALL_ARGUMENTS.get() if tool in RESUMABLE else None
+        caller = None
+        if arguments is not None:
+            from .roles import caller_role
+
+            role = caller_role()
+            # A superadmin acting for `org` is continued as that organization's admin: never more than the call had.
+            caller = {"authenticated": role is not None, "role": "admin" if role == "superadmin" else role}
+        job = await self._store(self.store.create, org, tool, self.max_per_org, arguments=arguments, caller=caller)
         self.task_group.start_soon(self._run, ctx, job.job_id, tool, work)
         return job
+
+    def attach(self, server: Any, call_again: CallAgain) -> None:
+        """The server can call its tools now: continue the jobs taken over meanwhile (at start, on SQLite)."""
+        self._server, self._call_again = server, call_again
+        pending, self._pending = self._pending, []
+        self.take_over(pending)
+
+    def take_over(self, claimed: Sequence[Claimed]) -> None:
+        """Continue jobs this process took over (JobStore.claim): each tool called again in the background."""
+        for job in claimed:
+            if self._call_again is None:
+                self._pending.append(job)
+            else:
+                log.warning("job %s (%s) of %s taken over; continuing it from its recorded units", job.job_id,
+                            job.tool, job.previous)
+                self.task_group.start_soon(self._resume, job)
+
+    def _context(self) -> Any:
+        """The context of a tool called again with no client: the server's state, no session, no HTTP request."""
+        from mcp.server.mcpserver import Context
+        from mcp.types import LATEST_PROTOCOL_VERSION
+
+        app = getattr(self._server, "app", None)
+        request = SimpleNamespace(lifespan_context=app, session=SimpleNamespace(client_capabilities=None),
+                                  protocol_version=LATEST_PROTOCOL_VERSION, method="tools/call", params=None,
+                                  request=None, request_id=None, meta=None, close_sse_stream=None,
+                                  close_standalone_sse_stream=None)
+        return Context(request_context=request, mcp_server=self._server,  # type: ignore[arg-type]
+                       subscriptions=getattr(self._server, "_subscriptions", None))
+
+    async def _resume(self, job: Claimed) -> None:
+        """Call the job's tool again with its arguments, as its caller (organization and role), in the job."""
+        from mcp.server.auth.middleware.auth_context import auth_context_var
+        from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+        from mcp.server.auth.provider import AccessToken
+
+        from judges.models.fairshare import ORGANIZATION
+
+        assert self._call_again is not None
+        if job.caller.get("authenticated"):
+            role = job.caller.get("role")
+            auth_context_var.set(AuthenticatedUser(AccessToken(token="", client_id=job.org,
+                                                               scopes=[role] if role else [])))
+        ORGANIZATION.set(job.org)
+        RESUMING.set(job)
+        try:
+            result = await self._call_again(job.tool, {**job.arguments, "background": True}, self._context())
+            if getattr(result, "is_error", False):  # refused before its work began (an agent deleted meanwhile)
+                text = " ".join(getattr(c, "text", "") for c in result.content)
+                await self._store(self.store.finish, job.job_id, "failed", error=text)
+        except Exception as exc:
+            log.error("job %s could not be continued after a takeover", job.job_id, exc_info=exc)
+            cause = f" ({type(exc.__cause__).__name__}: {exc.__cause__})" if exc.__cause__ is not None else ""
+            await self._store(self.store.finish, job.job_id, "failed",
+                              error=f"the job could not be continued after a takeover: {exc}{cause}")
 
     async def _run(self, ctx: Any, job_id: str, tool: str, work: Work) -> None:
         async def progress(done: float, total: float | None, message: str) -> None:
             await self._store(self.store.progress, job_id, done, total, message)
 
         async def run(ctx: Any, job_id: str) -> Any:
-            return await work(progress)
+            units = JobUnits(self.store, job_id, await self._store(self.store.units, job_id))
+            UNITS.set(units)
+            try:
+                return await work(progress)
+            finally:
+                if units.reused:
+                    with anyio.CancelScope(shield=True):
+                        await self._store(self.store.reused, job_id, units.reused)
 
         run.__name__ = tool
         mapped = tool_errors(run)  # the same error texts and the same log line (with job=) as a foreground call
@@ -150,8 +266,7 @@ class JobRunner:
                 self._scopes.pop(job_id, None)
                 if not scope.cancel_called:
                     with anyio.CancelScope(shield=True):  # the server is stopping: still record it
-                        await self._store(self.store.finish, job_id, "interrupted",
-                                          error=STOPPED)
+                        await self._store(self.store.stopped, job_id)  # interrupted, or left for a takeover
         await resource_updated(ctx, f"judge://jobs/{job_id}")  # completed, failed or cancelled
 
     async def cancel(self, org: str, job_id: str) -> Job:

@@ -139,6 +139,11 @@ class Settings(BaseSettings):
                                               "per minute: tool calls, resource reads, prompts and lists, and every "
                                               "model request a call sends, counted together in the database (so "
                                               "across replicas); unset: no limit.")
+    metrics: bool = Field(default=True, description="Prometheus metrics at /metrics on the HTTP transport.")
+    metrics_token: str | None = Field(default=None, description=(
+        "A bearer token /metrics asks for (Authorization: Bearer <it>). Unset: /metrics is open when the server has "
+        "no tokens, and refused (403) when it has some, so a member's token never reads every organization's "
+        "figures."))
     readyz_check_model: bool = Field(default=False, description="/readyz also checks that the model backend's "
                                      "address answers (an HTTP request to its base URL).")
     toolsets: Annotated[list[str] | None, NoDecode] = Field(
@@ -382,7 +387,8 @@ class Settings(BaseSettings):
 
     def secrets(self) -> list[str]:
         """Every secret these settings hold: API keys, bearer tokens, passwords and user info in URLs."""
-        values = [self.anthropic_api_key, self.openai_api_key, self.compatible_api_key, *self.tokens]
+        values = [self.anthropic_api_key, self.openai_api_key, self.compatible_api_key, self.metrics_token,
+                  *self.tokens]
         for url in (self.database_url, self.chroma_url, self.compatible_base_url, self.openai_base_url,
                     self.anthropic_base_url):
             parts = urllib.parse.urlsplit(url or "")

@@ -54,6 +54,16 @@ class PgCluster:
                   f"-c max_connections=300", "start")
         return self
 
+    def pause(self) -> None:
+        """Stop the server (its data kept): clients lose their connections and cannot connect."""
+        self._run(self.bindir / "pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start the server again on the same port and data."""
+        self._run(self.bindir / "pg_ctl", "-D", self.data, "-l", self.root / "log", "-w", "-o",
+                  f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
+                  f"-c max_connections=300", "start")
+
     def url(self, dbname: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{dbname}"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import socket
 from pathlib import Path
 
@@ -135,3 +136,95 @@ async def test_a_background_call_on_the_hosts_sampling_model_is_refused_with_wha
     assert result.is_error
     assert "cannot run as a background job. Call it without background, or set JUDGE_MCP_MODEL to an API " \
            "backend" in result.content[0].text
+
+
+def resumable(db: Database, worker: str, heartbeat: str | None = None) -> str:
+    job = JobStore(db, worker=worker).create("o", "calibrate_judge", arguments={"judge": "score_text"},
+                                             caller={"authenticated": True, "role": "member"})
+    if heartbeat is not None:
+        with db.transaction() as conn:
+            conn.execute("UPDATE jobs SET heartbeat_at=? WHERE id=?", (heartbeat, job.job_id))
+    return job.job_id
+
+
+@pytest.mark.parametrize("engine", ["postgresql"])
+def test_a_resumable_job_whose_lease_expired_is_taken_over_by_one_replica_only(db: Database) -> None:
+    job_id = resumable(db, "replica-1", "2020-01-01T00:00:00.000Z")
+    first = Leases(JobStore(db, worker="replica-2"), None, lease_s=15, resumable=("calibrate_judge",))
+    second = Leases(JobStore(db, worker="replica-3"), None, lease_s=15, resumable=("calibrate_judge",))
+    first.beat()
+    second.beat()
+    job = JobStore(db).get("o", job_id)
+    assert [(c.job_id, c.org, c.arguments, c.caller, c.previous) for c in first.claimed] == [
+        (job_id, "o", {"judge": "score_text"}, {"authenticated": True, "role": "member"}, "replica-1")]
+    assert (second.claimed, job.status, job.worker, job.takeovers) == ([], "working", "replica-2", 1)
+
+
+@pytest.mark.parametrize("engine", ["postgresql"])
+def test_two_replicas_claiming_at_once_never_take_the_same_job(db: Database) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    jobs = {resumable(db, "dead", "2020-01-01T00:00:00.000Z") for _ in range(20)}
+    stores = [JobStore(db, worker=f"replica-{i}") for i in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        claimed = list(pool.map(lambda s: [c.job_id for c in s.claim(("calibrate_judge",), "2021-01-01")], stores))
+    taken = [job for batch in claimed for job in batch]
+    assert sorted(taken) == sorted(jobs)  # every job once, none twice
+
+
+@pytest.mark.parametrize("engine", ["sqlite"])
+def test_a_restarted_server_takes_over_the_resumable_jobs_of_its_dead_process_and_interrupts_the_others(
+        db: Database) -> None:
+    dead = f"{socket.gethostname()}:999999999"
+    job_id = resumable(db, dead)
+    other = JobStore(db, worker=dead).create("o", "judge_code").job_id
+    store = JobStore(db)
+    claimed = store.claim(("calibrate_judge",), "2000-01-01", at_start=True)
+    assert [c.job_id for c in claimed] == [job_id] and store.interrupt_orphans() == 1
+    assert [store.get("o", j).status for j in (job_id, other)] == ["working", "interrupted"]
+
+
+def test_a_stopping_server_leaves_its_resumable_job_working_with_an_expired_lease(db: Database) -> None:
+    store = JobStore(db, worker="me")
+    job_id = resumable(db, "me")
+    other = store.create("o", "judge_code").job_id
+    store.interrupt_mine()
+    later = Leases(JobStore(db, worker="next"), None, lease_s=3600, resumable=("calibrate_judge",))
+    later.beat()
+    assert [store.get("o", j).status for j in (job_id, other)] == ["working", "interrupted"]
+    assert [c.job_id for c in later.claimed] == ([job_id] if db.kind == "postgresql" else [])  # SQLite: pid-alive
+
+
+@pytest.mark.anyio
+async def test_units_recorded_are_read_back_and_a_begun_one_is_redone_and_listed(db: Database) -> None:
+    from judges.calibration.core import Judged as Item  # what a calibration item records
+    from judges.units import UNITS, once
+    from server.jobs import JobUnits
+
+    store = JobStore(db, worker="w1")
+    job_id = resumable(db, "w1")
+    asked: list[str] = []
+
+    async def run(key: str) -> Item:
+        asked.append(key)
+        return Item(value=float(len(asked)))
+
+    UNITS.set(JobUnits(store, job_id, {}))
+    await once("item 0", Item, lambda: run("item 0"))
+    store.unit_started(job_id, "item 1")  # begun, then the process stopped
+    taken = JobStore(db, worker="w2")
+    units = JobUnits(taken, job_id, taken.units(job_id))
+    UNITS.set(units)
+    got = [await once(key, Item, functools.partial(run, key)) for key in ("item 0", "item 1", "item 2")]
+    job = store.get("o", job_id)
+    assert asked == ["item 0", "item 1", "item 2"] and [g.value for g in got] == [1.0, 2.0, 3.0]
+    assert (units.reused, job.units_done, job.units_redone) == (1, 3, ["item 1"])
+
+
+def test_a_job_taken_over_three_times_is_interrupted_instead_of_taken_again(db: Database) -> None:
+    job_id = resumable(db, f"{socket.gethostname()}:999999999", "2020-01-01T00:00:00.000Z")
+    with db.transaction() as conn:
+        conn.execute("UPDATE jobs SET takeovers=3 WHERE id=?", (job_id,))
+    leases = Leases(JobStore(db, worker="replica-9"), None, lease_s=15, resumable=("calibrate_judge",))
+    leases.beat()
+    assert (leases.claimed, JobStore(db).get("o", job_id).status) == ([], "interrupted")

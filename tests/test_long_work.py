@@ -270,11 +270,13 @@ async def test_cancel_job_stops_a_working_job(tmp_path: Path, fake_server: FakeM
 
 async def test_a_restart_marks_the_killed_servers_working_jobs_interrupted(tmp_path: Path,
                                                                          fake_server: FakeModelServer) -> None:
-    fake_server.respond_with(lambda rec: Scripted(text=image_verdict(50), delay_s=60))
+    # pairwise_compare records no units: its job is interrupted (resumable tools' are taken over:
+    # tests/test_resumable_jobs.py).
+    fake_server.respond_with(lambda rec: Scripted(text="A", delay_s=60))
     home = tmp_path / "home"
     async with judge_mcp(home, "first", **model_env(fake_server)) as s:
-        await agents(s.client, "A")
-        job = await call(s.client, "evaluate_image", brief="a red square", images=[png_b64()], background=True)
+        job = await call(s.client, "pairwise_compare", instruction="say hi", candidates=["hi", "hello"],
+                         candidate_type="text", background=True)
         await first_model_request(fake_server)
         os.kill(s.pid, signal.SIGKILL)
     async with judge_mcp(home, "second", **model_env(fake_server)) as s:
@@ -287,12 +289,12 @@ async def test_a_restart_marks_the_killed_servers_working_jobs_interrupted(tmp_p
 @pytest.mark.usefixtures("on_engine")
 async def test_a_server_that_stops_marks_its_working_jobs_interrupted(tmp_path: Path,
                                                                    fake_server: FakeModelServer) -> None:
-    fake_server.respond_with(lambda rec: Scripted(text=image_verdict(50), delay_s=60))
+    fake_server.respond_with(lambda rec: Scripted(text="A", delay_s=60))  # pairwise_compare records no units
     home = tmp_path / "home"
     with anyio.fail_after(45):  # the stop does not wait for the 60 s reply
         async with judge_mcp(home, "first", **model_env(fake_server)) as s:
-            await agents(s.client, "A")
-            job = await call(s.client, "evaluate_image", brief="a red square", images=[png_b64()], background=True)
+            job = await call(s.client, "pairwise_compare", instruction="say hi", candidates=["hi", "hello"],
+                             candidate_type="text", background=True)
             await first_model_request(fake_server)
     async with judge_mcp(home, "second", **model_env(fake_server)) as s:
         after = await call(s.client, "get_job", job_id=job["job_id"])

@@ -183,6 +183,7 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
 
     usage = Usage()
     cur_train = await judge_all(call, current, train, policy=policy, retries=retries, contexts=contexts,
+                                unit="current train",
                                 progress=stage(done))
     done += len(train)
     usage += sum((j.usage for j in cur_train), Usage())
@@ -210,6 +211,7 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
                 continue
             spec = JudgeSpec(judge="score_text", criteria=[agent_criterion(written.value.instructions, scale)])
             judged = await judge_all(call, spec, train, policy=policy, retries=retries, contexts=contexts,
+                                     unit=f"revision {k + 1} train",
                                      progress=stage(done))
             done += len(train)
             usage += sum((j.usage for j in judged), Usage())
@@ -221,6 +223,7 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
     chosen = max(usable, key=lambda k: (tried[k].train.value, -k)) if usable else None  # type: ignore[union-attr]
     # The test items are judged only now, after the choice: nothing about them reaches the writer or the choice.
     cur_test = await judge_all(call, current, test, policy=policy, retries=retries, contexts=contexts,
+                               unit="current test",
                                progress=stage(done))
     done += len(test)
     usage += sum((j.usage for j in cur_test), Usage())
@@ -236,6 +239,7 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
     best_text = texts[chosen]
     assert best_text is not None
     new_test = await judge_all(call, specs[chosen], test, policy=policy, retries=retries, contexts=contexts,
+                               unit=f"revision {chosen + 1} test",
                                progress=stage(done))
     usage += sum((j.usage for j in new_test), Usage())
     new_test_rate, new_test_failed = _agreement(new_test, test_t, specs[chosen], pass_at)

@@ -15,6 +15,7 @@ from judges.models.protocol import Usage
 from judges.pairwise.judge import VIESCORE_SCALE, compare
 from judges.progress import Progress, no_progress
 from judges.text.scoring import Criterion, StepsMemo, score_text
+from judges.units import once
 
 from . import stats
 from .dataset import Item, JudgeName
@@ -323,9 +324,11 @@ async def calibrate(call: JudgeCall, spec: JudgeSpec, items: Sequence[Item], *, 
 
 
 async def judge_all(call: JudgeCall, spec: JudgeSpec, items: Sequence[Item], *, policy: Any, retries: int,
-                    contexts: Contexts | None = None, concurrency: int = 4,
+                    contexts: Contexts | None = None, concurrency: int = 4, unit: str = "item",
                     progress: Progress = no_progress) -> list[Judged]:
-    """Every item through the judge (at most `concurrency` at once), in the items' order."""
+    """Every item through the judge (at most `concurrency` at once), in the items' order. In a background job
+    each item is a unit recorded as `<unit> <index>` (judges/units.py): a caller that judges several passes in
+    one job (align_judge) names each pass apart, so one pass never reads back another's verdicts."""
     judged: list[Judged | None] = [None] * len(items)
     done = 0
     limiter = anyio.CapacityLimiter(concurrency)
@@ -334,9 +337,11 @@ async def judge_all(call: JudgeCall, spec: JudgeSpec, items: Sequence[Item], *, 
 
     async def one(i: int) -> None:
         nonlocal done
+        async def run() -> Judged:
+            return await judge_item(call, spec, items[i], policy=policy, retries=retries, contexts=contexts,
+                                    steps=steps)
         async with limiter:
-            judged[i] = await judge_item(call, spec, items[i], policy=policy, retries=retries, contexts=contexts,
-                                         steps=steps)
+            judged[i] = await once(f"{unit} {i}", Judged, run)  # a background job's unit (judges/units.py)
         done += 1
         await progress(done, len(items), f"item {items[i].id} judged ({done} of {len(items)})")
 

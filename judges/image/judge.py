@@ -11,6 +11,7 @@ import anyio
 from pydantic import BaseModel, Field, field_validator
 
 import prompts
+from judges import telemetry
 from judges.call import JudgeCall
 from judges.errors import ConfigError
 from judges.models.protocol import Message, ModelClient, ModelRequest, TextPart, Usage
@@ -21,6 +22,7 @@ from judges.reading.parsing import Judged, JudgeModel, run_judge
 from judges.reading.samples import SampleFailure, SampleStats, sample_stats
 from judges.reading.verdicts import VerdictError, read_rating_on
 from judges.store.agents import Agent, ScoreScale
+from judges.units import once
 
 log = logging.getLogger(__name__)
 
@@ -281,10 +283,23 @@ async def evaluate(call: JudgeCall, agents: Sequence[Agent], images: Sequence[An
         results[slot] = Evaluation.model_validate(data)
         await judged_one(results[slot])  # type: ignore[arg-type]
 
+    async def recorded(slot: int, agent: Agent, index: int, image: Any) -> None:
+        """judge(), as a background job's unit (judges/units.py): read back when it was recorded before."""
+        async def run() -> Evaluation:
+            await judge(slot, agent, index, image)
+            return results[slot]  # type: ignore[return-value]
+        found = await once(f"agent {agent.id} image {index}", Evaluation, run)
+        if results[slot] is None:
+            results[slot] = found
+            await judged_one(found)
+        telemetry.evaluation(agent.name, found.score, found.status, found.feedback or found.error,
+                             agent_id=agent.id, prompt_id=agent.template_id or "image_evaluation",
+                             prompt_version=None, model=found.model, image_index=str(index))
+
     async with anyio.create_task_group() as tg:
         slot = 0
         for agent in agents:
             for index, image in enumerate(images):
-                tg.start_soon(judge, slot, agent, index, image)
+                tg.start_soon(recorded, slot, agent, index, image)
                 slot += 1
     return [r for r in results if r is not None]

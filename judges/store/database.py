@@ -160,6 +160,16 @@ CREATE TABLE IF NOT EXISTS budget_reservations (
     expires_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS budget_reservations_day ON budget_reservations (organization_id, day, expires_at);
+CREATE TABLE IF NOT EXISTS job_units (
+    job_id TEXT NOT NULL,
+    unit TEXT NOT NULL,
+    result TEXT,
+    worker TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    PRIMARY KEY (job_id, unit)
+);
 """
 
 
@@ -175,6 +185,11 @@ MIGRATIONS: list[tuple[int, str]] = [
     (7, "ALTER TABLE iterations ADD COLUMN usage TEXT"),  # the iteration's tokens and cost (Usage, JSON)
     (8, "ALTER TABLE usage_daily ADD COLUMN cache_hits INTEGER NOT NULL DEFAULT 0"),  # replies from the cache
     (9, "ALTER TABLE usage_daily ADD COLUMN saved_usd REAL NOT NULL DEFAULT 0"),  # what those would have cost
+    # Resumable jobs (judges/store/jobs.py): the call to make again, who made it, how often it was taken over.
+    (10, "ALTER TABLE jobs ADD COLUMN arguments TEXT"),  # the tool's arguments (JSON), for a resumable tool
+    (11, "ALTER TABLE jobs ADD COLUMN caller TEXT"),  # {"authenticated", "role"} of the call that started it
+    (12, "ALTER TABLE jobs ADD COLUMN takeovers INTEGER NOT NULL DEFAULT 0"),  # times another process took it over
+    (13, "ALTER TABLE jobs ADD COLUMN units_reused INTEGER NOT NULL DEFAULT 0"),  # units read back, not redone
 ]
 
 # Counters bumped by every write to the guideline store, so replicas sharing a Chroma server know when
@@ -343,6 +358,26 @@ class _PgConnection:
         return self._conn.execute(pg_sql(sql), storable(params))
 
 
+POOL_WAIT_S = 5.0  # the longest a call waits for a database connection
+CONNECT_TIMEOUT_S = 3  # one connection attempt
+
+
+@contextmanager
+def unavailable_as_error() -> Iterator[None]:
+    """PostgreSQL stopped, restarting or unreachable: an UnavailableError saying so (the store's one failure type),
+    not an incident."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.OperationalError as exc:
+        from judges.errors import UnavailableError
+
+        raise UnavailableError(
+            f"the state database (PostgreSQL) did not answer: {type(exc).__name__}: {str(exc).strip()[:200]}",
+            hint="retry in a few seconds; the server reconnects by itself once the database is back") from exc
+
+
 class PostgresDatabase(Database):
     """PostgreSQL by URL (psycopg 3, a psycopg_pool connection pool); the same interface as SQLite's."""
 
@@ -355,8 +390,13 @@ class PostgresDatabase(Database):
         self.url = url
         self._pool_size = pool_size
         self._limiter: Any = None  # anyio.CapacityLimiter, made in the event loop that first needs it
-        self._pool = psycopg_pool.ConnectionPool(url, min_size=1, max_size=pool_size, open=True, timeout=30,
-                                                 kwargs={"row_factory": _row_factory, "autocommit": True})
+        # A stopped or unreachable database: a call waits at most POOL_WAIT_S for a connection (each attempt at most
+        # CONNECT_TIMEOUT_S), then fails with UnavailableError; a connection is checked as it leaves the pool, so
+        # the ones a restart broke are replaced, and the pool reconnects by itself once the database is back.
+        self._pool = psycopg_pool.ConnectionPool(url, min_size=1, max_size=pool_size, open=True, timeout=POOL_WAIT_S,
+                                                 check=psycopg_pool.ConnectionPool.check_connection,
+                                                 kwargs={"row_factory": _row_factory, "autocommit": True,
+                                                         "connect_timeout": CONNECT_TIMEOUT_S})
         self._pool.wait(timeout=30)
         self._prepare()
 
@@ -399,11 +439,11 @@ class PostgresDatabase(Database):
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
-        with self._pool.connection() as conn, conn.transaction():
+        with unavailable_as_error(), self._pool.connection() as conn, conn.transaction():
             yield _PgConnection(conn)
 
     def query(self, sql: str, params: tuple[object, ...] = ()) -> list[Any]:
-        with self._pool.connection() as conn:
+        with unavailable_as_error(), self._pool.connection() as conn:
             cur = conn.execute(pg_sql(sql), storable(params))
             return cur.fetchall() if cur.description else []
 

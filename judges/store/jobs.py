@@ -4,6 +4,13 @@ Statuses follow MCP's Tasks extension where it has a word (working, completed, f
 `interrupted`: the process running the job ended before it finished. `worker` names the process that runs
 a job and `heartbeat_at` is refreshed with every progress report, so a later lease (several replicas on
 one PostgreSQL database) can take over jobs whose worker stopped beating.
+
+A resumable job (its tool records units of work, judges/units.py) keeps the call's `arguments` and its
+`caller`; each finished unit is a row of `job_units`. When its worker stops (lease expired, or a single
+server restarted), `claim` gives it to another process, which calls the tool again with the same arguments
+and reads the finished units back instead of asking the model again (`takeovers` counts the hand-overs,
+`units_reused` the units read back, and a unit begun before the hand-over and done again is listed in
+`units_redone`).
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import json
 import os
 import socket
 import uuid
+from collections.abc import Collection
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -25,6 +33,9 @@ JobStatus = Literal["working", "completed", "failed", "cancelled", "interrupted"
 STATUSES: tuple[str, ...] = ("working", "completed", "failed", "cancelled", "interrupted")
 FINISHED = ("completed", "failed", "cancelled", "interrupted")
 STOPPED = "the server stopped before the job finished; call the tool again"  # why a job is interrupted
+# A job whose process stopped this many times is not taken over again (interrupted: its work may be what stops them).
+MAX_TAKEOVERS = 3
+EXPIRED = "1970-01-01T00:00:00.000Z"  # a heartbeat that has expired whatever the lease
 
 
 class Job(BaseModel):
@@ -38,6 +49,13 @@ class Job(BaseModel):
         default=None, description="When completed: the structured result the tool would have returned.")
     error: str | None = Field(default=None, description="When failed, cancelled or interrupted: why.")
     worker: str | None = Field(default=None, description="The server process that runs (or ran) the job.")
+    takeovers: int = Field(default=0, description=(
+        "How many times another server process took the job over (its worker stopped) and continued it."))
+    units_done: int | None = Field(default=None, description=(
+        "Units of work recorded as finished (items, games, judge x image); get_job has it, list_jobs not."))
+    units_reused: int = Field(default=0, description="Finished units read back at a takeover instead of redone.")
+    units_redone: list[str] | None = Field(default=None, description=(
+        "Units begun by a worker that stopped before finishing them, done again after a takeover (at most 100)."))
     created_at: str
     updated_at: str
     finished_at: str | None = None
@@ -60,8 +78,10 @@ class JobStore:
         self.db = db
         self.worker = worker or this_worker()
 
-    def create(self, org: str, tool: str, limit: int | None = None) -> Job:
+    def create(self, org: str, tool: str, limit: int | None = None, *, arguments: dict[str, Any] | None = None,
+               caller: dict[str, Any] | None = None) -> Job:
         """A new working job; with `limit`, OverLimitError when the organization already has that many working.
+        `arguments` and `caller` (a resumable tool's): what another process needs to call it again.
         The count and the insert are one transaction, serialised per organization (SQLite's writer lock; a
         transaction-scoped advisory lock on PostgreSQL), so calls racing each other cannot pass the limit."""
         job_id = str(uuid.uuid4())
@@ -79,8 +99,10 @@ class JobStore:
                         "one (cancel_job), or call the tool without background")
             conn.execute(
                 "INSERT INTO jobs (id, organization_id, tool, status, progress, total, message, worker, heartbeat_at, "
-                "created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (job_id, org, tool, "working", 0.0, None, "started", self.worker, now, now, now))
+                "created_at, updated_at, arguments, caller) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (job_id, org, tool, "working", 0.0, None, "started", self.worker, now, now, now,
+                 None if arguments is None else json.dumps(arguments),
+                 None if caller is None else json.dumps(caller)))
         return self.get(org, job_id)
 
     def get(self, org: str, job_id: str) -> Job:
@@ -88,7 +110,11 @@ class JobStore:
         if not rows:
             raise NotFoundError(f"no job {job_id!r} in this organization (a tool called with background=true "
                                 "returns job_id; list_jobs lists them)")
-        return _job(rows[0])
+        units = self.db.query("SELECT unit, result IS NOT NULL AS done, attempts FROM job_units WHERE job_id=? "
+                              "ORDER BY started_at, unit", (job_id,))
+        return _job(rows[0]).model_copy(update={
+            "units_done": sum(1 for u in units if u["done"]),
+            "units_redone": [u["unit"] for u in units if int(u["attempts"]) > 1][:100]})
 
     def list(self, org: str, status: str | None = None, limit: int = 100) -> list[Job]:
         """The organization's jobs, newest first, without their results (get has them: they can be large)."""
@@ -118,10 +144,68 @@ class JobStore:
                          "WHERE id=? AND status='working'",
                          (status, None if result is None else json.dumps(result), shown(error), now, now, job_id))
 
+    def claim(self, tools: Collection[str], before: str, *, at_start: bool = False) -> builtins.list[Claimed]:
+        """Take over the working jobs of resumable `tools` whose worker stopped: those whose heartbeat is older
+        than `before` (their lease expired; on SQLite, one home, only when that process on this host has ended),
+        and at start this process's own name's (a restarted container keeps its host name and pid). On PostgreSQL
+        each row is locked with FOR UPDATE SKIP LOCKED, so two replicas never take the same job. Each becomes this
+        worker's, its heartbeat fresh and `takeovers` one more; returned: what to call again."""
+        if not tools:
+            return []
+        marks = ",".join("?" for _ in tools)
+        sql = (f"SELECT id, organization_id, tool, arguments, caller, worker FROM jobs WHERE status='working' "
+               f"AND arguments IS NOT NULL AND takeovers<? AND tool IN ({marks}) AND ")
+        params: tuple[object, ...] = (MAX_TAKEOVERS, *tools)
+        if self.db.kind == "sqlite":
+            sql += "1=1"
+        elif at_start:
+            sql, params = sql + "(worker=? OR heartbeat_at<?)", (*params, self.worker, before)
+        else:
+            sql, params = sql + "worker<>? AND heartbeat_at<?", (*params, self.worker, before)
+        if self.db.kind == "postgresql":
+            sql += " ORDER BY created_at FOR UPDATE SKIP LOCKED"
+        now = timestamp()
+        with self.db.transaction() as conn:
+            rows = conn.execute(sql, params).fetchall()
+            if self.db.kind == "sqlite":  # one home: a live process on this host keeps its jobs
+                rows = [r for r in rows if (at_start and r["worker"] == self.worker)
+                        or (r["worker"] != self.worker and not _alive(r["worker"] or ""))]
+            for r in rows:
+                conn.execute("UPDATE jobs SET worker=?, heartbeat_at=?, updated_at=?, takeovers=takeovers+1, "
+                             "message=? WHERE id=?",
+                             (self.worker, now, now, f"taken over by {self.worker} from {r['worker']}", r["id"]))
+        return [Claimed(job_id=r["id"], org=r["organization_id"], tool=r["tool"],
+                        arguments=json.loads(r["arguments"]), caller=json.loads(r["caller"] or "{}"),
+                        previous=r["worker"] or "") for r in rows]
+
+    def units(self, job_id: str) -> dict[str, str | None]:
+        """A job's recorded units: the JSON result of each finished one, None for one begun and not finished."""
+        return {r["unit"]: r["result"] for r in self.db.query("SELECT unit, result FROM job_units WHERE job_id=?",
+                                                              (job_id,))}
+
+    def unit_started(self, job_id: str, unit: str) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("INSERT INTO job_units (job_id, unit, worker, started_at) VALUES (?,?,?,?) "
+                         "ON CONFLICT (job_id, unit) DO UPDATE SET attempts=job_units.attempts+1, "
+                         "worker=excluded.worker, started_at=excluded.started_at", (job_id, unit, self.worker, timestamp()))
+
+    def unit_finished(self, job_id: str, unit: str, result: str) -> None:
+        now = timestamp()
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE job_units SET result=?, finished_at=? WHERE job_id=? AND unit=?",
+                         (result, now, job_id, unit))
+            conn.execute("UPDATE jobs SET heartbeat_at=? WHERE id=? AND status='working'", (now, job_id))
+
+    def reused(self, job_id: str, count: int) -> None:
+        """`count` more units of this job were read back at a takeover instead of done again."""
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE jobs SET units_reused=units_reused+? WHERE id=?", (count, job_id))
+
     def interrupt_orphans(self) -> int:
         """At start: jobs still `working` whose worker process on this host has ended are `interrupted`."""
-        rows = self.db.query("SELECT id, worker FROM jobs WHERE status='working'")
-        # With a shared database (replicas on other hosts) leases decide instead: see judges/store/leases.py.
+        rows = self.db.query("SELECT id, worker FROM jobs WHERE status='working' AND (arguments IS NULL "
+                             "OR takeovers>=?)", (MAX_TAKEOVERS,))
+        # Resumable jobs (arguments kept) are taken over instead (claim). With a shared database (replicas on other hosts) leases decide instead: see judges/store/leases.py.
         orphans = [r["id"] for r in rows if r["worker"] == self.worker
                    or (self.db.kind == "sqlite" and not _alive(r["worker"] or ""))]
         for job_id in orphans:
@@ -164,16 +248,40 @@ class JobStore:
                 conn.execute("UPDATE jobs SET cancel_requested=2 WHERE id=?", (r["id"],))
         return [r["id"] for r in rows]
 
+    def stopped(self, job_id: str) -> None:
+        """This process stops before the job finished: a resumable job is left working with its lease expired at
+        once, for another replica (or this server, started again) to take over; any other is `interrupted`."""
+        with self.db.transaction() as conn:
+            left = conn.execute("UPDATE jobs SET heartbeat_at=?, message=?, updated_at=? WHERE id=? AND worker=? "
+                                "AND status='working' AND arguments IS NOT NULL",
+                                (EXPIRED, "the server running it stopped; the next server process continues it",
+                                 timestamp(), job_id, self.worker)).rowcount
+        if not left:
+            self.finish(job_id, "interrupted", error=STOPPED)
+
     def interrupt_mine(self) -> None:
-        """At shutdown: this process's jobs that are still working are `interrupted`."""
+        """At shutdown: this process's jobs that are still working are `interrupted` (resumable ones left for a
+        takeover: `stopped`)."""
         rows = self.db.query("SELECT id FROM jobs WHERE status='working' AND worker=?", (self.worker,))
         for r in rows:
-            self.finish(r["id"], "interrupted", error=STOPPED)
+            self.stopped(r["id"])
+
+
+class Claimed(BaseModel):
+    """A job this process took over: the call to make again."""
+
+    job_id: str
+    org: str
+    tool: str
+    arguments: dict[str, Any]
+    caller: dict[str, Any]
+    previous: str
 
 
 def _job(row: Any, with_result: bool = True) -> Job:
     result = json.loads(row["result"]) if with_result and row["result"] is not None else None
     return Job(job_id=row["id"], tool=row["tool"], status=row["status"], progress=row["progress"], total=row["total"],
                message=row["message"], result=result,
-               error=row["error"], worker=row["worker"], created_at=row["created_at"], updated_at=row["updated_at"],
+               error=row["error"], worker=row["worker"], takeovers=int(row["takeovers"] or 0),
+               units_reused=int(row["units_reused"] or 0), created_at=row["created_at"], updated_at=row["updated_at"],
                finished_at=row["finished_at"])

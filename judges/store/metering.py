@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from judges import telemetry
 from judges.errors import BackendError, BudgetError, ConfigError
 from judges.models.prices import Price, cost_of, estimated_cost, price_of
 from judges.models.protocol import ModelClient, ModelReply, ModelRequest, Usage
@@ -117,8 +118,20 @@ class MeteredClient:
                 # The day's usage counts the hit and what asking would have cost (its tokens at today's prices).
                 await self.metering.db.run(self.metering.ledger.record_hit, self.org, self._ledger_model,
                                            self._cost(hit.usage))
+                telemetry.count_model(self._ledger_model, hit.usage, 0, cached=True)
                 return answered
         reservation = await self._reserve(request)
+        with telemetry.model_span(self.model_id) as span:  # a child of the tool call's span, when tracing is on
+            reply = await self._ask(request, reservation)
+            telemetry.model_usage(span, reply.usage, reply.model)
+        telemetry.count_model(self._ledger_model, reply.usage, reply.requests, cached=False)
+        if key is not None:
+            self._keys[id(reply)] = key
+        return reply
+
+    async def _ask(self, request: ModelRequest, reservation: Reservation | None) -> ModelReply:
+        """The request sent, its reply priced and the reservation settled (at its estimate when it failed in a
+        way the backend may bill)."""
         try:
             reply = await self.inner.complete(request)
         except BackendError as err:
@@ -135,8 +148,6 @@ class MeteredClient:
             raise
         reply.usage = reply.usage.model_copy(update={"cost_usd": self._cost(reply.usage)})
         await self._settle(reservation, reply.usage, reply.requests)
-        if key is not None:
-            self._keys[id(reply)] = key
         return reply
 
     async def _reserve(self, request: ModelRequest) -> Reservation | None:

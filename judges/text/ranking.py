@@ -18,6 +18,7 @@ from judges.errors import InputError
 from judges.models.protocol import Usage
 from judges.pairwise.judge import CompareResult, pairwise
 from judges.progress import Progress, no_progress
+from judges.units import once
 
 from .games import (
     Game,
@@ -191,10 +192,13 @@ async def rank_texts(call: JudgeCall, *, instruction: str, candidates: Sequence[
     played: list[GameRecord] = []
 
     async def play(a: int, b: int, round_: int | None, into: list[GameRecord | None], slot: int) -> None:
-        async with limiter:
-            result = await pairwise(client, kind="text", instruction=instruction, candidates=[candidates[a], candidates[b]],
-                                    source=None, prompt_id=PAIRWISE_PROMPT, swap=True, retries=retries)
-        game = into[slot] = _game(a, b, result, round_)
+        async def run() -> GameRecord:
+            result = await pairwise(client, kind="text", instruction=instruction,
+                                    candidates=[candidates[a], candidates[b]], source=None,
+                                    prompt_id=PAIRWISE_PROMPT, swap=True, retries=retries)
+            return _game(a, b, result, round_)
+        async with limiter:  # a background job's unit (judges/units.py)
+            game = into[slot] = await once(f"game {a}-{b}" + (f" round {round_}" if round_ else ""), GameRecord, run)
         played.append(game)
         await progress(len(played), games_total, f"game {a} v {b}: {game.outcome} ({len(played)} of {games_total})")
 
