@@ -13,17 +13,17 @@ from judges.store.agents import TEMPLATES, Agent, RagConfig, ScoreScale
 from .context import app_of, organization_of
 from .errors import tool_errors
 from .jobs import as_result
-from .startup import LISTED_AS
+from .startup import LISTED_AS, MIN_MAX
 
-AgentId = Annotated[str, Field(description="The agent's id, as create_agent or list_agents return it.")]
+AgentId = Annotated[str, Field(description="From create_agent or list_agents.")]
 Weight = Annotated[float | None, Field(ge=0, le=100)]  # bounds in the schema: a model sees them
 # update_agent lists these as create_agent does (toolset agents lists both); the server validates them in full.
 AS_CREATED: dict[str, Any] = {LISTED_AS: {"type": "object", "description": "As in create_agent."}}
-SCALE_HELP = ("The scale the agent's prompt scores on, {min, max}; default {0, 100}. E.g. {1, 10} for an "
-              "MT-Bench-style 'Rating: [[x]]' prompt. Readings outside it fail as out_of_range; inside, they are "
-              "mapped to 0–100.")
-JURY_HELP = ("A jury: 2 to 8 different models that each judge in evaluate_image, e.g. "
-             '["anthropic:claude-sonnet-4-5", "openai:gpt-4o"]; the score is their mean.')
+SCALE_HELP = ("The scale the agent's prompt scores on; default {0, 100} (e.g. {1, 10} for 'Rating: [[x]]'). "
+              "Readings outside it fail as out_of_range; inside, they map to 0–100.")
+JURY_HELP = "A jury: 2–8 different models, each judging in evaluate_image; the score is their mean."
+RAG_HELP = ("top_k: most guideline chunks retrieved per evaluation (1–50, default 5); similarity_threshold: least "
+            "cosine similarity (0–1; null: the server's default for its embedding model).")
 
 
 def agent_link(agent: Agent) -> ResourceLink:
@@ -49,23 +49,26 @@ def register(mcp: MCPServer) -> None:
     @tool_errors
     async def create_agent(
         ctx: Context,
-        name: Annotated[str, Field(description="Human-readable name, e.g. 'Brand Compliance Judge'.")],
+        name: Annotated[str, Field(description="Human-readable name.")],
         system_prompt: Annotated[
             str | None, Field(description="How the agent judges. Optional when template_id is given.")
         ] = None,
         evaluation_categories: Annotated[str | None, Field(description="Categories the agent scores.")] = None,
         scoring_weight: Weight = None,
         optimization_weight: Weight = None,
-        rag_config: Annotated[RagConfig | None, Field(description="{top_k, similarity_threshold}")] = None,
+        rag_config: Annotated[RagConfig | None, Field(description="{top_k, similarity_threshold}", json_schema_extra={
+            LISTED_AS: {"type": "object", "properties": {"top_k": {"type": "integer"}, "similarity_threshold": {
+                "type": ["number", "null"]}}, "description": RAG_HELP}})] = None,
         template_id: Annotated[
             str | None, Field(description=f"A built-in agent: {', '.join(TEMPLATES)}.")
         ] = None,
         model: Annotated[str | None, Field(description="Model override, e.g. 'anthropic:<model>'.")] = None,
-        score_scale: Annotated[ScoreScale | None, Field(description=SCALE_HELP)] = None,
+        score_scale: Annotated[ScoreScale | None, Field(description=SCALE_HELP, json_schema_extra={
+            LISTED_AS: {**MIN_MAX, "description": SCALE_HELP}})] = None,
         models: Annotated[list[str] | None, Field(description=JURY_HELP)] = None,
     ) -> Annotated[CallToolResult, Agent]:
-        """Create a judge agent. scoring_weight and optimization_weight default to 50 (or the template's).
-        The result links the resource judge://agents/{id}."""
+        """Create a judge agent (instructions, model, guidelines) for evaluate_image and the judges' agent_id.
+        scoring_weight and optimization_weight default to 50 (or the template's)."""
         app = app_of(ctx)
         agent = await app.store(
             app.agents.create, organization_of(ctx), name=name, system_prompt=system_prompt,

@@ -43,10 +43,9 @@ def register(mcp: MCPServer) -> None:
         expected_score: ExpectedScore = False,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(AnalysisResult)]:
-        """D-1 json_validation, D-2 schema_compliance, D-3 format_compliance, D-4 field_cardinality and
-        D-5 url_preservation in order, stopping at the first failure; then one model call per LLM category.
-        `passed` only when every check passes. samples: each category asked n times at once (the majority pass,
-        the spread of its score); models: a jury. Progress: each check and each category."""
+        """Evaluate a JSON analysis: D-1 json_validation, D-2 schema_compliance, D-3 format_compliance, D-4
+        field_cardinality, D-5 url_preservation, stopping at the first failure; then a model call per LLM
+        category. `passed` only when every check passes."""
         app = app_of(ctx)
         check_samples(samples, app.settings.max_samples)
         sizes = app.settings.size_limits()

@@ -37,7 +37,7 @@ from judges.text.scoring import BUILTIN_RUBRICS, Criterion, resolve_criteria
 from .context import ClientRoots, UseCache, app_of, image_policy, organization_of, roots_for
 from .errors import tool_errors
 from .jobs import or_job, run_or_background, uses_sampling
-from .startup import LISTED_AS
+from .startup import LISTED_AS, MIN_MAX
 
 MAX_DATASET_BYTES = 20 * 1024 * 1024
 
@@ -66,8 +66,6 @@ Criteria = Annotated[list[Criterion] | None, Field(description="score_text: cust
                                                                              "takes them."}})]
 Method = Annotated[Literal["direct", "g_eval"], Field(description="score_text's method.")]
 CandidateType = Literal["auto", "image", "text"]
-# {min, max} objects are listed without their definition's descriptions: the argument's own says it all.
-MIN_MAX: dict[str, Any] = {"type": "object", "properties": {"min": {"type": "number"}, "max": {"type": "number"}}}
 PromptScale = Annotated[ScoreScale | None, Field(description="viescore: the prompt's scale; default {0, 10}.",
                                                  json_schema_extra={LISTED_AS: {
                                                      **MIN_MAX, "description": "viescore: the prompt's scale; "

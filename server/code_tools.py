@@ -92,14 +92,9 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
         diff: Annotated[str | None, Field(description="The change under review, as a unified diff.")] = None,
         run_gates: Annotated[bool, Field(description="Run ruff, mypy and pytest on a copy of the code.")] = True,
         gates: Annotated[list[str] | dict[str, list[str]] | None, Field(
-            description="Which gates to run: a list of names (lint, types, tests), or {name: [arguments]} adding "
-                        "test node ids / paths relative to the project and allowlisted options: tests (pytest) "
-                        "-k, -m, -x, -q, -v, --maxfail, --tb; lint (ruff) --select, --ignore, --extend-select, "
-                        "--line-length, --target-version; types (mypy) --strict, --check-untyped-defs, "
-                        "--disallow-untyped-defs, --disallow-incomplete-defs, --warn-unused-ignores, "
-                        "--warn-return-any, --no-implicit-optional, --python-version. The server builds the "
-                        "commands; e.g. {\"tests\": [\"-x\", \"tests/test_cart.py::test_total\"]}. "
-                        "Default: all three.")] = None,
+            description="Gates to run: names (lint, types, tests), or {name: [arguments]} adding test node ids, "
+                        "project-relative paths and allowlisted flags (a refused one's error lists them), e.g. "
+                        "{\"tests\": [\"-x\", \"tests/test_a.py::test_b\"]}. Default: all three.")] = None,
         model_notes: str | None = None,
         candidates: Annotated[list[list[SourceFile]] | None, Field(
             description="Several file sets: the gates pick a winner, which is then judged.")] = None,
@@ -109,9 +104,8 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
         background: Background = False,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(CodeVerdict)]:
-        """accept / revise / reject with 8 scores, explanations and a fix plan, kept consistent with the gates.
-        Without a model backend, the gates' own verdict (status no_model). samples: the majority verdict, each
-        score's mean and spread; models: a jury. Progress: each gate, the model call."""
+        """Review code against a spec: accept / revise / reject with 8 scores, explanations and a fix plan,
+        consistent with the gates (lint, types, tests). Without a model, the gates' verdict (status no_model)."""
         app = app_of(ctx)
         chosen = parse_gates(gates)
         settings = gate_settings(app.settings)
@@ -146,13 +140,13 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
         fix_plan: Annotated[list[dict[str, str]] | None, Field(description="judge_code's fix_plan.")] = None,
         max_rounds: Annotated[int, Field(description="Judge/fix rounds when apply_and_rejudge (1-5).")] = 1,
         apply_and_rejudge: Annotated[bool, Field(
-            description="Apply each patch to a sandbox copy and re-run the gates; the caller's files stay as they are.")] = False,
+            description="Apply each patch to a sandbox copy and re-run the gates; your files stay as they are.")] = False,
         cache: UseCache = True,
         background: Background = False,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(ProposedPatch)]:
-        """Minimal patch ops from the seed's fixer prompt, validated against the files (one repair round).
-        Progress: each gate and each fixer call."""
+        """Propose a fix: minimal patch ops from the seed's fixer prompt, validated against the files (one
+        repair round)."""
         app = app_of(ctx)
         settings = gate_settings(app.settings)
         if diagnostics is None or apply_and_rejudge:

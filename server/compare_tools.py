@@ -16,6 +16,9 @@ from judges.store.agents import ScoreScale
 from .context import ClientRoots, ExpectedScore, JuryModels, Samples, UseCache, app_of, image_policy
 from .errors import tool_errors
 from .jobs import Background, or_job, run_or_background
+from .startup import LISTED_AS, MIN_MAX
+
+SCALE = "viescore: the prompt's scale; default {min: 0, max: 10}; a score outside it fails as out_of_range."
 
 
 def register(mcp: MCPServer) -> None:
@@ -33,11 +36,10 @@ def register(mcp: MCPServer) -> None:
                                                            "vlm/assessment/visual_quality/viescore@v2.")] = None,
         prompt_version: str | None = None,
         candidate_type: Annotated[Literal["auto", "image", "text"], Field(
-            description="auto: images when every candidate is a data: URI, image base64 or written as a file path "
-                        "(/, ~, ./, ../ or an image suffix); text otherwise.")] = "auto",
-        score_scale: Annotated[ScoreScale | None, Field(description=(
-            "viescore only: the scale the prompt scores on, {min, max}; default {0, 10}. A score outside it is a "
-            "typed failure out_of_range, never clamped."))] = None,
+            description="auto: images when every candidate looks like one (data: URI, base64, image path), "
+                        "else text.")] = "auto",
+        score_scale: Annotated[ScoreScale | None, Field(description=SCALE, json_schema_extra={
+            LISTED_AS: {**MIN_MAX, "description": SCALE}})] = None,
         cache: UseCache = True,
         samples: Samples = 1,
         models: JuryModels = None,
@@ -46,7 +48,7 @@ def register(mcp: MCPServer) -> None:
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(CompareResult)]:
         """Which candidate is better (pairwise: Image A / Image B / Tie / Failed, with position-swap
-        consistency), or VIEScore scores for one or two images. Progress: each order (or candidate)."""
+        consistency), or VIEScore scores for one or two images."""
         app = app_of(ctx)
         check_samples(samples, app.settings.max_samples)
         jury = await app.jury_for(ctx, models, cache=cache) if models is not None else None

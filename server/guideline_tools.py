@@ -57,10 +57,8 @@ def register(mcp: MCPServer) -> None:
         filename: Annotated[str | None, Field(description="Name to show; also tells Markdown from text.")] = None,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, GuidelineDocument]:
-        """Add a guideline document to an agent: parsed, chunked (1000/200), embedded and stored for retrieval.
-        The same bytes uploaded again (under any name) return the existing record with `duplicate_of` and a note,
-        and add nothing. The result links the resource
-        judge://agents/{agent_id}/documents/{id}."""
+        """Add a guideline document to an agent: parsed, chunked, embedded and stored for retrieval. The same
+        bytes again (any name) return the existing record with `duplicate_of` and add nothing."""
         app = app_of(ctx)
         roots = roots_for(ctx, client_roots)
         # Decoding 20 MB of base64 (or reading the file) takes ~0.2 s: in a worker thread, off the event loop.

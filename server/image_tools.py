@@ -87,7 +87,7 @@ def register(mcp: MCPServer) -> None:
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(ImageEvaluation)]:
         """Score images with the judge agents (weighted), rank them, and track the run's plateau. A continued
-        run (run_id) keeps its panel of judges unless agent_ids is given. Progress: each judge × image."""
+        run (run_id) keeps its panel of judges unless agent_ids is given."""
         app = app_of(ctx)
         org, policy = organization_of(ctx), image_policy(ctx, client_roots)
         check_samples(samples, app.settings.max_samples)
@@ -140,7 +140,7 @@ def register(mcp: MCPServer) -> None:
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(OptimizedPrompt)]:
         """The next generation prompt: top issues fixed by severity and weight, what worked kept, and every
-        promptInstruction included verbatim (checked). Progress: each stage."""
+        promptInstruction included verbatim (checked)."""
         app = app_of(ctx)
         given = given_evaluations(evaluations)
         org, client = organization_of(ctx), await app.model_for(ctx, cache=cache)

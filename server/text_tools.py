@@ -20,8 +20,8 @@ from .errors import tool_errors
 from .jobs import Background, or_job, run_or_background
 
 JUDGE = ToolAnnotations(read_only_hint=True, idempotent_hint=False, open_world_hint=True)
-OptionalAgent = Annotated[str | None, Field(description="An agent whose guidelines are searched for the context "
-                                                        "(the agent's rag_config decides top_k and threshold).")]
+OptionalAgent = Annotated[str | None, Field(description="An agent whose guidelines give the context (per its "
+                                                        "rag_config).")]
 
 
 async def _agent_contexts(ctx: Context, agent_id: str | None, query: str) -> list[RagContext]:
@@ -38,15 +38,13 @@ def register(mcp: MCPServer[Any]) -> None:
         text: Annotated[str, Field(description="The text to score.")],
         rubric: Annotated[str | list[str] | None, Field(description=(
             f"Built-in rubric(s): {', '.join(BUILTIN_RUBRICS)} (each 1–5). Give rubric or criteria."))] = None,
-        criteria: Annotated[list[Criterion] | None, Field(description="Custom criteria: [{name, description, "
-                                                                     "weight=1, scale={min: 1, max: 5}}].")] = None,
+        criteria: Annotated[list[Criterion] | None, Field(description="Custom criteria.")] = None,
         instruction: Annotated[str | None, Field(description="The instruction or question the text answers.")] = None,
         reference: Annotated[str | None, Field(description="A known-correct answer to score against.")] = None,
         context: Annotated[list[str] | None, Field(description="Passages the text should rely on.")] = None,
         agent_id: OptionalAgent = None,
         method: Annotated[Literal["direct", "g_eval"], Field(description=(
-            "g_eval: the model first writes evaluation steps for each rubric, then scores by them; a later call "
-            "reuses them from your organization's result cache (cache: false asks again)."
+            "g_eval: the model first writes evaluation steps per rubric (cached), then scores by them."
         ))] = "direct",
         cache: UseCache = True,
         background: Background = False,
@@ -101,8 +99,8 @@ def register(mcp: MCPServer[Any]) -> None:
         instruction: Annotated[str, Field(description="The task every candidate answers.")],
         candidates: Annotated[list[str], Field(description="Two or more texts to rank.")],
         method: Annotated[Literal["tournament", "round_robin", "score"], Field(description=(
-            "round_robin: every pair, both orders, n(n−1) calls, Bradley–Terry and Elo ratings; tournament: a "
-            "knockout, 2(n−1) calls; score: one helpfulness score each, n calls."))] = "round_robin",
+            "round_robin: every pair both ways, n(n−1) calls, Bradley–Terry/Elo; tournament: a knockout, 2(n−1) "
+            "calls; score: n helpfulness scores."))] = "round_robin",
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(Ranking)]:
