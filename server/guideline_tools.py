@@ -103,7 +103,8 @@ def register(mcp: MCPServer) -> None:
         similarity_threshold: Annotated[float | None, Field(
             description="0–1; default: the agent's rag_config, else the server's default for its model.")] = None,
     ) -> ChunkList:
-        """The agent's guideline chunks most similar to the query, best first (similarity = 1 − cosine distance)."""
+        """Search an agent's guidelines: the chunks most similar to the query, best first (similarity = 1 − cosine
+        distance)."""
         if len(query) > MAX_QUERY_CHARS:
             raise InputError(f"query is {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,}. Search with the "
                              "words that matter, e.g. \"logo placement on dark backgrounds\"")

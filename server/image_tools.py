@@ -107,8 +107,7 @@ def register(mcp: MCPServer) -> None:
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
     @tool_errors
     async def list_runs(ctx: Context) -> RunList:
-        """This organization's evaluate_image runs, most recently updated first (at most 50); each is also the
-        resource judge://runs/{run_id}."""
+        """This organization's evaluate_image runs, newest first (at most 50)."""
         app = app_of(ctx)
         return RunList(runs=await app.store(app.images.runs.summaries, organization_of(ctx)))
 
@@ -139,8 +138,8 @@ def register(mcp: MCPServer) -> None:
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(OptimizedPrompt)]:
-        """The next generation prompt: top issues fixed by severity and weight, what worked kept, and every
-        promptInstruction included verbatim (checked)."""
+        """Write the next generation prompt from evaluate_image's evaluations: top issues fixed by severity and weight,
+        what worked kept, every promptInstruction verbatim (checked)."""
         app = app_of(ctx)
         given = given_evaluations(evaluations)
         org, client = organization_of(ctx), await app.model_for(ctx, cache=cache)

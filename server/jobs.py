@@ -226,8 +226,8 @@ def register(mcp: MCPServer[Any]) -> None:
     @tool_errors
     async def get_job(ctx: Context, job_id: Annotated[str, Field(
             description="The job_id a tool called with background=true returned.")]) -> Job:
-        """A background job: status (working, completed, failed, cancelled, interrupted), progress, the last
-        message and, when completed, the structured result the tool would have returned (or the error)."""
+        """A background job's status (working, completed, failed, cancelled, interrupted), progress, last message and,
+        once completed, its result or error."""
         jobs = runner(ctx)
         return await app_of(ctx).store(jobs.store.get, organization_of(ctx), job_id)
 
@@ -245,7 +245,6 @@ def register(mcp: MCPServer[Any]) -> None:
         status: Annotated[Literal["working", "completed", "failed", "cancelled", "interrupted"] | None, Field(
             description="Only jobs with this status; default: all.")] = None,
     ) -> JobList:
-        """This organization's background jobs, newest first (at most 100), without their results (get_job
-        has them)."""
+        """This organization's background jobs, newest first (at most 100), without results."""
         jobs = runner(ctx)
         return JobList(jobs=await app_of(ctx).store(jobs.store.list, organization_of(ctx), status))

@@ -95,8 +95,8 @@ def register(mcp: MCPServer) -> None:
         allow_read_only: ReadOnlyArg = False,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, ApplyReport]:
-        """Apply a patch all-or-nothing: if any op fails, no file changes. CRLF and BOMs are preserved.
-        A patch that could not be applied is an isError result (with the same fields: errors, diff)."""
+        """Write a patch all-or-nothing (no file changes if any op fails), keeping CRLF and BOMs; one that could not
+        apply is an isError result with errors and diff."""
         ops, base, limits = await prepare(ctx, client_roots, patch, format, path, root, max_ops, max_bytes)
         assert base is not None
         report = await anyio.to_thread.run_sync(

@@ -49,8 +49,8 @@ def register(mcp: MCPServer[Any]) -> None:
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(TextScore)]:
-        """Score one text per criterion on its declared scale (and 0–100), with a weighted total over the
-        criteria that scored; a criterion whose judge cannot be read is a typed failure, never a default."""
+        """Score a text on a rubric or criteria: each criterion on its scale (and 0–100), a weighted total; an
+        unreadable judgement is a typed failure, never a default."""
         sizes = app_of(ctx).settings.size_limits()
         sizes.text("text", text)
         sizes.text("instruction", instruction)
@@ -77,8 +77,8 @@ def register(mcp: MCPServer[Any]) -> None:
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(ReferenceComparison)]:
-        """equivalent / partially_correct / incorrect, with what is missing or wrong. An exact or normalised
-        match (case, punctuation, articles, spaces) decides without a model call."""
+        """Check an answer against a known-correct one: equivalent / partially_correct / incorrect, with what is missing
+        or wrong (an exact or normalised match needs no model)."""
         sizes = app_of(ctx).settings.size_limits()
         sizes.text("text", text)
         sizes.text("reference", reference)
@@ -104,8 +104,8 @@ def register(mcp: MCPServer[Any]) -> None:
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(Ranking)]:
-        """A full ranking with every game's record; each game asked in both orders; ties, inconsistent games
-        (position bias) and failed games reported. The planned model calls are stated before any work."""
+        """Rank texts answering one task by games asked in both orders; ties, inconsistent (position bias) and failed
+        games reported; the planned model calls stated first."""
         app = app_of(ctx)
         sizes = app.settings.size_limits()
         sizes.text("instruction", instruction)
@@ -133,8 +133,8 @@ def register(mcp: MCPServer[Any]) -> None:
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(RagEvaluation)]:
-        """Faithfulness (each claim supported, contradicted or not found, with the chunk that settles it),
-        answer relevance and context relevance: three model calls."""
+        """Judge a RAG answer: faithfulness (each claim supported, contradicted or not found, with the chunk that
+        settles it), answer and context relevance."""
         sizes = app_of(ctx).settings.size_limits()
         sizes.text("question", question)
         sizes.text("answer", answer)
@@ -162,8 +162,8 @@ def register(mcp: MCPServer[Any]) -> None:
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(TrajectoryEvaluation)]:
-        """Deterministic checks first (expected tools used, order, counts; repeated calls; failed calls
-        retried), then one model call: goal reached, unnecessary steps, ignored failures."""
+        """Judge an agent's tool-call trajectory: checks (expected tools, order, counts, repeats, retried failures),
+        then a model call: goal reached, needless steps, ignored failures."""
         sizes = app_of(ctx).settings.size_limits()
         sizes.text("goal", goal)
         sizes.items("steps", steps, "e.g. judge the trajectory in parts, or leave out steps that repeat")

@@ -22,8 +22,8 @@ def register(mcp: MCPServer) -> None:
         ctx: Context,
         days: Annotated[int, Field(description="How many UTC days back, today included (1-366), e.g. 7.")] = 7,
     ) -> UsageReport:
-        """Model requests, tokens and cost (USD at the configured prices) of this organization per day and model,
-        today's spend and what is left of the daily budget."""
+        """This organization's model requests, tokens and cost (USD) per day and model, and what is left of today's
+        budget."""
         app = app_of(ctx)
         if app.metering is None:
             raise ConfigError("usage is not recorded by this server")
