@@ -49,7 +49,7 @@ def register(mcp: MCPServer) -> None:
     @tool_errors
     async def create_agent(
         ctx: Context,
-        name: Annotated[str, Field(description="Human-readable name.")],
+        name: Annotated[str, Field(description="Human-readable name, e.g. 'Brand Compliance Judge'.")],
         system_prompt: Annotated[
             str | None, Field(description="How the agent judges. Optional when template_id is given.")
         ] = None,
