@@ -15,15 +15,15 @@ from .errors import tool_errors
 from .jobs import as_result
 from .startup import LISTED_AS, MIN_MAX
 
-AgentId = Annotated[str, Field(description="From create_agent or list_agents.")]
+AgentId = str  # from create_agent or list_agents: its name says it
 Weight = Annotated[float | None, Field(ge=0, le=100)]  # bounds in the schema: a model sees them
 # update_agent lists these as create_agent does (toolset agents lists both); the server validates them in full.
 AS_CREATED: dict[str, Any] = {LISTED_AS: {"type": "object", "description": "As in create_agent."}}
-SCALE_HELP = ("The scale the agent's prompt scores on; default {0, 100} (e.g. {1, 10} for 'Rating: [[x]]'). "
-              "Readings outside it fail as out_of_range; inside, they map to 0–100.")
-JURY_HELP = "A jury: 2–8 different models, each judging in evaluate_image; the score is their mean."
-RAG_HELP = ("top_k: most guideline chunks retrieved per evaluation (1–50, default 5); similarity_threshold: least "
-            "cosine similarity (0–1; null: the server's default for its embedding model).")
+SCALE_HELP = ("The scale the agent's prompt scores on; default {0, 100}. Readings outside it fail as "
+              "out_of_range; inside, they map to 0–100.")
+JURY_HELP = "A jury of 2–8 models for evaluate_image; the score is their mean."
+RAG_HELP = ("top_k: chunks retrieved per evaluation (1–50, default 5); similarity_threshold: least cosine "
+            "similarity (0–1; null: the server's default).")
 
 
 def agent_link(agent: Agent) -> ResourceLink:
@@ -51,7 +51,7 @@ def register(mcp: MCPServer) -> None:
         ctx: Context,
         name: Annotated[str, Field(description="Human-readable name, e.g. 'Brand Compliance Judge'.")],
         system_prompt: Annotated[
-            str | None, Field(description="How the agent judges. Optional when template_id is given.")
+            str | None, Field(description="How the agent judges; optional with template_id.")
         ] = None,
         evaluation_categories: Annotated[str | None, Field(description="Categories the agent scores.")] = None,
         scoring_weight: Weight = None,

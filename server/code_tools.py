@@ -25,7 +25,7 @@ from .settings import Settings
 
 log = logging.getLogger("judge_mcp")
 
-Root = Annotated[str | None, Field(description="The project directory (inside the allowed roots); gates run on a copy.")]
+Root = Annotated[str | None, Field(description="The project directory (in the allowed roots).")]
 Files = Annotated[list[SourceFile] | None, Field(description="Or the files themselves: [{path, content}].")]
 
 
@@ -86,18 +86,18 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
     @tool_errors
     async def judge_code_tool(
         ctx: Context,
-        spec: Annotated[str, Field(description="The task specification the code must meet.")],
+        spec: Annotated[str, Field(description="What the code must do.")],
         root: Root = None,
         files: Files = None,
-        diff: Annotated[str | None, Field(description="The change under review, as a unified diff.")] = None,
-        run_gates: Annotated[bool, Field(description="Run ruff, mypy and pytest on a copy of the code.")] = True,
+        diff: Annotated[str | None, Field(description="The change under review (unified diff).")] = None,
+        run_gates: Annotated[bool, Field(description="Run ruff, mypy and pytest on a copy.")] = True,
         gates: Annotated[list[str] | dict[str, list[str]] | None, Field(
             description="Gates to run: names (lint, types, tests), or {name: [arguments]} adding test node ids, "
                         "project-relative paths and allowlisted flags (a refused one's error lists them), e.g. "
                         "{\"tests\": [\"-x\", \"tests/test_a.py::test_b\"]}. Default: all three.")] = None,
         model_notes: str | None = None,
         candidates: Annotated[list[list[SourceFile]] | None, Field(
-            description="Several file sets: the gates pick a winner, which is then judged.")] = None,
+            description="Several file sets: the gates pick the one judged.")] = None,
         cache: UseCache = True,
         samples: Samples = 1,
         models: JuryModels = None,
@@ -140,7 +140,7 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
         fix_plan: Annotated[list[dict[str, str]] | None, Field(description="judge_code's fix_plan.")] = None,
         max_rounds: Annotated[int, Field(description="Judge/fix rounds when apply_and_rejudge (1-5).")] = 1,
         apply_and_rejudge: Annotated[bool, Field(
-            description="Apply each patch to a sandbox copy and re-run the gates; your files stay as they are.")] = False,
+            description="Apply each patch to a copy and re-run the gates.")] = False,
         cache: UseCache = True,
         background: Background = False,
         client_roots: ClientRoots = None,

@@ -33,7 +33,7 @@ from .jobs import Background, or_job, resource_updated, run_or_background
 
 Images = Annotated[list[str], Field(description="Each a file path (inside the allowed roots), a data: URI or raw "
                                                 "base64; PNG, JPEG, WebP or GIF.")]
-RunId = Annotated[str, Field(description="A run id from evaluate_image.")]
+RunId = Annotated[str, Field(description="From evaluate_image.")]
 JUDGE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
 
 
@@ -73,12 +73,12 @@ def register(mcp: MCPServer) -> None:
     @tool_errors
     async def evaluate_image(
         ctx: Context,
-        brief: Annotated[str, Field(description="What the image should show (the original brief).")],
+        brief: Annotated[str, Field(description="What the image should show.")],
         images: Images,
-        prompt: Annotated[str | None, Field(description="The prompt the images were generated from.")] = None,
-        agent_ids: Annotated[list[str] | None, Field(description="Judges to use; default: all of them.")] = None,
+        prompt: Annotated[str | None, Field(description="The images' generation prompt.")] = None,
+        agent_ids: Annotated[list[str] | None, Field(description="Default: all agents.")] = None,
         run_id: Annotated[str | None, Field(description="Continue this run (its next iteration).")] = None,
-        max_iterations: Annotated[int | None, Field(description="The run's iteration budget (default 10).")] = None,
+        max_iterations: Annotated[int | None, Field(description="The run's budget; default 10.")] = None,
         cache: UseCache = True,
         samples: Samples = 1,
         models: JuryModels = None,

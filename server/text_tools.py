@@ -18,6 +18,7 @@ from judges.text.trajectory import Step, TrajectoryEvaluation, evaluate_trajecto
 from .context import UseCache, app_of, organization_of
 from .errors import tool_errors
 from .jobs import Background, or_job, run_or_background
+from .startup import LISTED_AS, MIN_MAX
 
 JUDGE = ToolAnnotations(read_only_hint=True, idempotent_hint=False, open_world_hint=True)
 OptionalAgent = Annotated[str | None, Field(description="An agent whose guidelines give the context (per its "
@@ -35,13 +36,18 @@ def register(mcp: MCPServer[Any]) -> None:
     @tool_errors
     async def score_text_tool(
         ctx: Context,
-        text: Annotated[str, Field(description="The text to score.")],
+        text: str,
         rubric: Annotated[str | list[str] | None, Field(description=(
             f"Built-in rubric(s): {', '.join(BUILTIN_RUBRICS)} (each 1–5). Give rubric or criteria."))] = None,
-        criteria: Annotated[list[Criterion] | None, Field(description="Custom criteria.")] = None,
-        instruction: Annotated[str | None, Field(description="The instruction or question the text answers.")] = None,
-        reference: Annotated[str | None, Field(description="A known-correct answer to score against.")] = None,
-        context: Annotated[list[str] | None, Field(description="Passages the text should rely on.")] = None,
+        criteria: Annotated[list[Criterion] | None, Field(description="Custom criteria.", json_schema_extra={
+            LISTED_AS: {"type": "array", "items": {"type": "object", "properties": {
+                "name": {"type": "string"}, "description": {"type": "string"}, "weight": {"type": "number"},
+                "scale": MIN_MAX}, "required": ["name", "description"]}, "description": (
+                "Custom criteria: description says what low and high scores mean; weight >= 0 (default 1; 0: "
+                "not in the total); scale default {1, 5}.")}})] = None,
+        instruction: Annotated[str | None, Field(description="What the text answers.")] = None,
+        reference: Annotated[str | None, Field(description="A known-correct answer.")] = None,
+        context: Annotated[list[str] | None, Field(description="Passages it should rely on.")] = None,
         agent_id: OptionalAgent = None,
         method: Annotated[Literal["direct", "g_eval"], Field(description=(
             "g_eval: the model first writes evaluation steps per rubric (cached), then scores by them."
@@ -72,7 +78,7 @@ def register(mcp: MCPServer[Any]) -> None:
     async def compare_to_reference_tool(
         ctx: Context,
         text: Annotated[str, Field(description="The answer to check.")],
-        reference: Annotated[str, Field(description="The known-correct answer.")],
+        reference: str,
         instruction: Annotated[str | None, Field(description="The question both answer.")] = None,
         cache: UseCache = True,
         background: Background = False,
@@ -97,7 +103,7 @@ def register(mcp: MCPServer[Any]) -> None:
     async def rank_texts_tool(
         ctx: Context,
         instruction: Annotated[str, Field(description="The task every candidate answers.")],
-        candidates: Annotated[list[str], Field(description="Two or more texts to rank.")],
+        candidates: Annotated[list[str], Field(description="Two or more.")],
         method: Annotated[Literal["tournament", "round_robin", "score"], Field(description=(
             "round_robin: every pair both ways, n(n−1) calls, Bradley–Terry/Elo; tournament: a knockout, 2(n−1) "
             "calls; score: n helpfulness scores."))] = "round_robin",
@@ -124,12 +130,10 @@ def register(mcp: MCPServer[Any]) -> None:
     @tool_errors
     async def evaluate_rag_answer_tool(
         ctx: Context,
-        question: Annotated[str, Field(description="The user's question.")],
-        answer: Annotated[str, Field(description="The generated answer.")],
-        contexts: Annotated[list[str] | None, Field(description="The retrieved passages. Give contexts or "
-                                                                "agent_id.")] = None,
-        agent_id: Annotated[str | None, Field(description="Take the contexts from this agent's guidelines, "
-                                                          "searched with the question.")] = None,
+        question: str,
+        answer: str,
+        contexts: Annotated[list[str] | None, Field(description="The retrieved passages; or agent_id.")] = None,
+        agent_id: Annotated[str | None, Field(description="Search this agent's guidelines for the contexts.")] = None,
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(RagEvaluation)]:
@@ -154,11 +158,13 @@ def register(mcp: MCPServer[Any]) -> None:
     @tool_errors
     async def evaluate_trajectory_tool(
         ctx: Context,
-        goal: Annotated[str, Field(description="What the agent was asked to achieve.")],
-        steps: Annotated[list[Step], Field(description="The agent's tool calls in order: [{tool, arguments, "
-                                                       "result}].")],
-        expected_tools: Annotated[list[str] | None, Field(description="Tools the agent should call, in order "
-                                                                      "(a tool listed twice: at least twice).")] = None,
+        goal: Annotated[str, Field(description="What the agent was asked to do.")],
+        steps: Annotated[list[Step], Field(description="The agent's tool calls in order.", json_schema_extra={
+            LISTED_AS: {"type": "array", "items": {"type": "object", "properties": {
+                "tool": {"type": "string"}, "arguments": {"type": "object"}, "result": {}}, "required": ["tool"]},
+                "description": "The agent's tool calls in order; result: text or JSON."}})],
+        expected_tools: Annotated[list[str] | None, Field(description="Tools it should call, in order (twice "
+                                                                      "listed: at least twice).")] = None,
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(TrajectoryEvaluation)]:

@@ -20,7 +20,7 @@ def register(mcp: MCPServer) -> None:
     @tool_errors
     async def get_usage(
         ctx: Context,
-        days: Annotated[int, Field(description="How many UTC days back, today included (1-366), e.g. 7.")] = 7,
+        days: Annotated[int, Field(description="UTC days back, today included (1-366).")] = 7,
     ) -> UsageReport:
         """This organization's model requests, tokens and cost (USD) per day and model, and what is left of today's
         budget."""
