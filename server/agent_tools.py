@@ -67,8 +67,8 @@ def register(mcp: MCPServer) -> None:
             LISTED_AS: {**MIN_MAX, "description": SCALE_HELP}})] = None,
         models: Annotated[list[str] | None, Field(description=JURY_HELP)] = None,
     ) -> Annotated[CallToolResult, Agent]:
-        """Create a judge agent (instructions, model, guidelines) for evaluate_image and the judges' agent_id.
-        scoring_weight and optimization_weight default to 50 (or the template's)."""
+        """Create a judge agent (instructions, model, guidelines) for evaluate_image and the judges' agent_id; weights
+        default to 50 (or the template's)."""
         app = app_of(ctx)
         agent = await app.store(
             app.agents.create, organization_of(ctx), name=name, system_prompt=system_prompt,

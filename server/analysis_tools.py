@@ -43,9 +43,8 @@ def register(mcp: MCPServer) -> None:
         expected_score: ExpectedScore = False,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(AnalysisResult)]:
-        """Evaluate a JSON analysis: D-1 json_validation, D-2 schema_compliance, D-3 format_compliance, D-4
-        field_cardinality, D-5 url_preservation, stopping at the first failure; then a model call per LLM
-        category; `passed` only if all pass."""
+        """Evaluate a JSON analysis: checks D-1..D-5 (JSON, schema, format, cardinality, URLs), stopping at the first
+        failure, then a model call per LLM category; `passed` only if all pass."""
         app = app_of(ctx)
         check_samples(samples, app.settings.max_samples)
         sizes = app.settings.size_limits()

@@ -51,12 +51,12 @@ Judge = Annotated[Literal["pairwise_compare", "score_text", "viescore"], Field(d
     "pairwise_compare (two candidates, both orders), score_text (rubric or criteria; its 0–100 total) or "
     "viescore (one image)."))]
 Dataset = Annotated[str | dict[str, Any] | list[dict[str, Any]] | None, Field(description=(
-    "JSONL (or a JSON list), an item a line: the judge's inputs plus human_score, human_scores (one per "
-    "rater; null: missing), human_winner or human_winners (A, B, Tie); optional id."))]
+    "JSONL (or a JSON list) of items: the judge's inputs plus human_score, human_scores (per rater; null: "
+    "missing), human_winner or human_winners (A, B, Tie); optional id."))]
 DatasetPath = Annotated[str | None, Field(description="A JSONL file inside the allowed roots, instead of dataset.")]
 AgentId = Annotated[str | None, Field(description=(
-    "Its model judges (unless model); score_text: its guidelines give each item's context, or with no "
-    "rubric or criteria its system prompt is the criterion, on its score_scale."))]
+    "Its model judges (unless model); score_text: its guidelines give the context, or with no rubric or "
+    "criteria its system prompt is the criterion."))]
 Model = Annotated[str | None, Field(description="The model to check; default: the agent's, else the server's.")]
 PromptId = Annotated[str | None, Field(description="pairwise_compare/viescore: the prompt asset.")]
 Rubric = Annotated[str | list[str] | None, Field(description=(
@@ -86,19 +86,20 @@ def _as_in(tool: str, **listed: Any) -> Any:
     return Field(json_schema_extra={LISTED_AS: listed})
 
 
-_OBJECT, _TEXT, _NUMBER = {"type": "object"}, {"type": "string"}, {"type": "number"}
+_OBJECT, _TEXT, _NUMBER, _LIST = {"type": "object"}, {"type": "string"}, {"type": "number"}, {"type": "array"}
 _CALIBRATE = "calibrate_judge"
-ListedJudge = Annotated[Judge, _as_in(_CALIBRATE, type="string", enum=["pairwise_compare", "score_text", "viescore"])]
+ListedJudge = Annotated[Judge, _as_in(_CALIBRATE, **_TEXT)]
 ListedDataset = Annotated[Dataset, _as_in(_CALIBRATE, type=["string", "object", "array"])]
 ListedDatasetPath = Annotated[DatasetPath, _as_in(_CALIBRATE, **_TEXT)]
 ListedAgentId = Annotated[AgentId, _as_in(_CALIBRATE, **_TEXT)]
 ListedModel = Annotated[Model, _as_in(_CALIBRATE, **_TEXT)]
 ListedPromptId = Annotated[PromptId, _as_in(_CALIBRATE, **_TEXT)]
-ListedRubric = Annotated[Rubric, _as_in(_CALIBRATE, type=["string", "array"], items=_TEXT)]
-ListedCriteria = Annotated[Criteria, _as_in(_CALIBRATE, type="array", items=_OBJECT)]
-ListedMethod = Annotated[Method, _as_in(_CALIBRATE, type="string", enum=["direct", "g_eval"], default="direct")]
-ListedScale = Annotated[PromptScale, _as_in(_CALIBRATE, **MIN_MAX)]
-ListedSamples = Annotated[Samples, _as_in(_CALIBRATE, type="integer", minimum=1, default=1)]
+ListedRubric = Annotated[Rubric, _as_in(_CALIBRATE, type=["string", "array"])]
+ListedCriteria = Annotated[Criteria, _as_in(_CALIBRATE, **_LIST)]
+ListedMethod = Annotated[Method, _as_in(_CALIBRATE, **_TEXT)]
+ListedCandidateType = Annotated[CandidateType, _as_in(_CALIBRATE, **_TEXT)]
+ListedScale = Annotated[PromptScale, _as_in(_CALIBRATE, **_OBJECT)]
+ListedSamples = Annotated[Samples, _as_in(_CALIBRATE, type="integer")]
 ListedBackground = Annotated[Background, _as_in(_CALIBRATE, type="boolean")]
 ListedPassAt = Annotated[PassAt, _as_in("certify_judge", **_NUMBER)]
 ListedHumanPassAt = Annotated[HumanPassAt, _as_in("certify_judge", **_NUMBER)]
@@ -214,9 +215,9 @@ def register(mcp: MCPServer[Any]) -> None:
         cache: UseCache = True,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(CalibrationReport)]:
-        """How far to trust a judge, on items people labelled: agreement with them (accuracy, Cohen's kappa;
-        Spearman, Kendall, Pearson), their own agreement as the ceiling (Krippendorff's alpha), position and
-        length bias, a confusion matrix, the largest disagreements, a chart. Stored (get_calibration)."""
+        """How far to trust a judge, on human-labelled items: agreement (accuracy, kappa; Spearman, Kendall, Pearson),
+        the humans' own as the ceiling, position and length bias, a confusion matrix, the worst
+        disagreements, a chart. Stored (get_calibration)."""
         prepared = await _prepared(ctx, judge=judge, dataset=dataset, dataset_path=dataset_path, agent_id=agent_id,
                                    model=model, prompt_id=prompt_id, prompt_version=prompt_version, rubric=rubric,
                                    criteria=criteria, method=method, candidate_type=candidate_type,
@@ -254,7 +255,7 @@ def register(mcp: MCPServer[Any]) -> None:
         rubric: ListedRubric = None,
         criteria: ListedCriteria = None,
         method: ListedMethod = "direct",
-        candidate_type: CandidateType = "auto",
+        candidate_type: ListedCandidateType = "auto",
         score_scale: ListedScale = None,
         samples: ListedSamples = 1,
         threshold: Annotated[float, Field(gt=0, lt=1, description=(
@@ -270,10 +271,9 @@ def register(mcp: MCPServer[Any]) -> None:
         cache: UseCache = True,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(Certificate)]:
-        """Certify a judge's pass/fail against human labels (pairwise: A is a pass; scores: >= pass_at): TPR
-        and TNR with 95% Wilson intervals; certified when both lower bounds reach threshold, else the labels
-        still needed; a fingerprint of model, prompts and settings. With verdicts: their corrected pass rate.
-        Other arguments as in calibrate_judge."""
+        """Check whether a judge can be trusted to say pass/fail: TPR and TNR against human labels (pairwise: A passes;
+        scores: >= pass_at) with 95% Wilson bounds; certified when both reach threshold, else the labels
+        still needed. Other arguments as in calibrate_judge."""
         app, _org, items, spec, client, policy, contexts, _ = await _prepared(
             ctx, judge=judge, dataset=dataset, dataset_path=dataset_path, agent_id=agent_id, model=model,
             prompt_id=prompt_id, prompt_version=prompt_version, rubric=rubric, criteria=criteria, method=method,
@@ -310,10 +310,9 @@ def register(mcp: MCPServer[Any]) -> None:
         cache: UseCache = True,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(Alignment)]:
-        """Improve an agent's judging prompt from human labels (score_text items; optional human_critique):
-        revisions written and chosen on a seeded train split, kept as a new agent only when better on the
-        held-out items (McNemar exact p < 0.05). Reports both agreements, the p-value, cost and the diff.
-        Other arguments as in certify_judge."""
+        """Improve an agent's judging prompt from human labels (score_text items; optional human_critique): a revision
+        is kept as a new agent only when better on held-out items (McNemar p < 0.05). Other arguments as in
+        certify_judge."""
         app, org, items, spec, client, policy, contexts, agent = await _prepared(
             ctx, judge="score_text", dataset=dataset, dataset_path=dataset_path, agent_id=agent_id, model=model,
             prompt_id=None, prompt_version=None, rubric=None, criteria=None, method="direct",

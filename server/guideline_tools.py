@@ -57,8 +57,8 @@ def register(mcp: MCPServer) -> None:
         filename: Annotated[str | None, Field(description="Name to show; also tells Markdown from text.")] = None,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, GuidelineDocument]:
-        """Add a guideline document to an agent: parsed, chunked, embedded and stored for retrieval. The same
-        bytes again (any name) return the existing record with `duplicate_of` and add nothing."""
+        """Add a guideline document (PDF, DOCX, text) to an agent, for retrieval; the same bytes again return the
+        existing record (duplicate_of)."""
         app = app_of(ctx)
         roots = roots_for(ctx, client_roots)
         # Decoding 20 MB of base64 (or reading the file) takes ~0.2 s: in a worker thread, off the event loop.
@@ -103,8 +103,7 @@ def register(mcp: MCPServer) -> None:
         similarity_threshold: Annotated[float | None, Field(
             description="0–1; default: the agent's rag_config, else the server's.")] = None,
     ) -> ChunkList:
-        """Search an agent's guidelines: the chunks most similar to the query, best first (similarity = 1 − cosine
-        distance)."""
+        """Search an agent's guidelines: the chunks most similar to the query, best first."""
         if len(query) > MAX_QUERY_CHARS:
             raise InputError(f"query is {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,}. Search with the "
                              "words that matter, e.g. \"logo placement on dark backgrounds\"")

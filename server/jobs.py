@@ -226,8 +226,7 @@ def register(mcp: MCPServer[Any]) -> None:
     @tool_errors
     async def get_job(ctx: Context, job_id: Annotated[str, Field(
             description="From a call with background=true.")]) -> Job:
-        """A background job's status (working, completed, failed, cancelled, interrupted), progress, last message and,
-        once completed, its result or error."""
+        """A background job's status, progress, last message and, once completed, its result or error."""
         jobs = runner(ctx)
         return await app_of(ctx).store(jobs.store.get, organization_of(ctx), job_id)
 

@@ -16,7 +16,7 @@ SHARED_OPTIONS: dict[str, str] = {
 SHARED_DEFAULTS: dict[str, object] = {"cache": True, "samples": 1, "expected_score": False, "background": False}
 
 # What a tool's listing keeps of a shared option's description (the instructions hold the rest).
-LISTED = {"models": "A jury: 2–8 model strings."}
+LISTED: dict[str, str] = {}
 
 
 def instructions() -> str:

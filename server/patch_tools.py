@@ -36,6 +36,8 @@ PatchArg = Annotated[
 # apply_patch's patch is listed short: validate_patch, always listed beside it (toolset patches), shows it whole.
 ApplyPatchArg = Annotated[PatchArg, Field(json_schema_extra={LISTED_AS: {
     "type": ["object", "string"], "description": "The patch, in any form validate_patch's patch takes."}})]
+
+
 FormatArg = Annotated[PatchFormat, Field(description="auto (detect), ops, search_replace or unified_diff.")]
 PathArg = Annotated[str | None, Field(description="File for SEARCH/REPLACE blocks that name none.")]
 ReadOnlyArg = Annotated[bool, Field(description="Also change files without write permission (kept read-only).")]
@@ -45,6 +47,11 @@ MaxOpsArg = Annotated[int | None, Field(ge=1, le=MAX_OPS_CEILING, description="M
                                         f"JUDGE_MCP_PATCH_MAX_OPS ({DEFAULT_LIMITS.max_ops}).")]
 MaxBytesArg = Annotated[int | None, Field(ge=1, le=MAX_BYTES_CEILING, description="Most bytes of patch text "
                                           f"allowed; default JUDGE_MCP_PATCH_MAX_BYTES ({DEFAULT_LIMITS.max_bytes}).")]
+
+
+def _as_validated(**listed: Any) -> Any:
+    """An apply_patch argument listed without its description: its description says "as in validate_patch"."""
+    return Field(json_schema_extra={LISTED_AS: listed})
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
@@ -88,15 +95,15 @@ def register(mcp: MCPServer) -> None:
         patch: ApplyPatchArg,
         root: Annotated[str, Field(description="Project directory, inside the allowed roots.")],
         dry_run: Annotated[bool, Field(description="Compute and return the diff, write nothing.")] = False,
-        max_ops: MaxOpsArg = None,
-        max_bytes: MaxBytesArg = None,
-        format: FormatArg = "auto",
-        path: PathArg = None,
-        allow_read_only: ReadOnlyArg = False,
+        max_ops: Annotated[MaxOpsArg, _as_validated(type="integer")] = None,
+        max_bytes: Annotated[MaxBytesArg, _as_validated(type="integer")] = None,
+        format: Annotated[FormatArg, _as_validated(type="string")] = "auto",
+        path: Annotated[PathArg, _as_validated(type="string")] = None,
+        allow_read_only: Annotated[ReadOnlyArg, _as_validated(type="boolean")] = False,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, ApplyReport]:
         """Write a patch all-or-nothing (no file changes if any op fails), keeping CRLF and BOMs; one that could not
-        apply is an isError result with errors and diff."""
+        apply is an isError result with errors and diff. Other arguments as in validate_patch."""
         ops, base, limits = await prepare(ctx, client_roots, patch, format, path, root, max_ops, max_bytes)
         assert base is not None
         report = await anyio.to_thread.run_sync(

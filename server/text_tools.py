@@ -110,8 +110,7 @@ def register(mcp: MCPServer[Any]) -> None:
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(Ranking)]:
-        """Rank texts answering one task by games asked in both orders; ties, inconsistent (position bias) and failed
-        games reported; the planned model calls stated first."""
+        """Rank texts answering one task by games asked in both orders; ties, position-biased and failed games reported."""
         app = app_of(ctx)
         sizes = app.settings.size_limits()
         sizes.text("instruction", instruction)
