@@ -32,7 +32,7 @@ from judges.progress import Progress
 from judges.reading.samples import check_samples
 from judges.store.agents import Agent, ScoreScale
 from judges.text.rag import guideline_contexts
-from judges.text.scoring import BUILTIN_RUBRICS, Criterion, resolve_criteria
+from judges.text.scoring import Criterion, resolve_criteria
 
 from .context import ClientRoots, UseCache, app_of, image_policy, organization_of, roots_for
 from .errors import tool_errors
@@ -59,11 +59,9 @@ AgentId = Annotated[str | None, Field(description=(
     "criteria its system prompt is the criterion."))]
 Model = Annotated[str | None, Field(description="The model to check; default: the agent's, else the server's.")]
 PromptId = Annotated[str | None, Field(description="pairwise_compare/viescore: the prompt asset.")]
-Rubric = Annotated[str | list[str] | None, Field(description=(
-    f"score_text: built-in rubric(s) {', '.join(BUILTIN_RUBRICS)}; or criteria."))]
+Rubric = Annotated[str | list[str] | None, Field(description="score_text: its rubric(s).")]
 Criteria = Annotated[list[Criterion] | None, Field(description="score_text: custom criteria.", json_schema_extra={
-    LISTED_AS: {"type": "array", "items": {"type": "object"}, "description": "score_text: criteria, as score_text "
-                                                                             "takes them."}})]
+    LISTED_AS: {"type": "array", "items": {"type": "object"}, "description": "score_text: its criteria."}})]
 Method = Annotated[Literal["direct", "g_eval"], Field(description="score_text's method.")]
 CandidateType = Literal["auto", "image", "text"]
 PromptScale = Annotated[ScoreScale | None, Field(description="viescore: the prompt's scale; default {0, 10}.",
@@ -71,7 +69,7 @@ PromptScale = Annotated[ScoreScale | None, Field(description="viescore: the prom
                                                      **MIN_MAX, "description": "viescore: the prompt's scale; "
                                                                                "default {min: 0, max: 10}."}})]
 Samples = Annotated[int, Field(ge=1, description=(
-    "pairwise_compare/viescore: per item (the majority verdict or the mean score); score_text: 1."))]
+    "pairwise_compare/viescore: per item (majority verdict or mean score); score_text: 1."))]
 Background = Annotated[bool | None, Field(description=(
     "Run as a job ({job_id}; get_job). Default: yes, unless the model is the host's (MCP sampling)."))]
 PassAt = Annotated[float | None, Field(description=(
@@ -208,8 +206,8 @@ def register(mcp: MCPServer[Any]) -> None:
         human_scale: Annotated[HumanScale | None, Field(description=(
             "The humans' scale, to put their scores and the judge's on 0–1 for the disagreement ranking and the "
             "confusion matrix; default: the lowest and highest human score in the dataset."), json_schema_extra={
-            LISTED_AS: {**MIN_MAX, "description": "The humans' scale, to rank disagreements on 0–1; default: the "
-                                                  "dataset's lowest and highest human score."}})] = None,
+            LISTED_AS: {**MIN_MAX, "description": "The humans' scale; default: their lowest and highest "
+                                                  "score."}})] = None,
         samples: Samples = 1,
         background: Background = None,
         cache: UseCache = True,
@@ -263,8 +261,7 @@ def register(mcp: MCPServer[Any]) -> None:
         pass_at: PassAt = None,
         human_pass_at: HumanPassAt = None,
         verdicts: Annotated[list[str | float | bool] | None, Field(max_length=1_000_000, description=(
-            "An unlabelled run's verdicts (pass/fail, A/B/Tie or scores), to correct their pass rate "
-            "(Rogan–Gladen)."))] = None,
+            "An unlabelled run's verdicts (pass/fail, A/B/Tie, scores): their pass rate corrected."))] = None,
         verdicts_fingerprint: Annotated[str | None, Field(description=(
             "The fingerprint of the verdicts' judge; corrected.covered says if it is this one."))] = None,
         background: ListedBackground = None,

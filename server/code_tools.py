@@ -22,11 +22,15 @@ from .context import ClientRoots, JuryModels, Samples, UseCache, app_of, roots_f
 from .errors import tool_errors
 from .jobs import Background, or_job, run_or_background
 from .settings import Settings
+from .startup import LISTED_AS
 
 log = logging.getLogger("judge_mcp")
 
 Root = Annotated[str | None, Field(description="The project directory (in the allowed roots).")]
-Files = Annotated[list[SourceFile] | None, Field(description="Or the files themselves: [{path, content}].")]
+Files = Annotated[list[SourceFile] | None, Field(description="Or the files themselves: [{path, content}].",
+                                                 json_schema_extra={LISTED_AS: {
+                                                     "type": "array", "items": {"type": "object"},
+                                                     "description": "Or the files: [{path, content}]."}})]
 
 
 def gate_sandbox(settings: Settings) -> tuple[sandbox.Bwrap | None, str]:
@@ -92,20 +96,22 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
         diff: Annotated[str | None, Field(description="The change under review (unified diff).")] = None,
         run_gates: Annotated[bool, Field(description="Run ruff, mypy and pytest on a copy.")] = True,
         gates: Annotated[list[str] | dict[str, list[str]] | None, Field(
-            description="Gates to run: names (lint, types, tests), or {name: [arguments]} adding test node ids, "
-                        "project-relative paths and allowlisted flags (a refused one's error lists them), e.g. "
-                        "{\"tests\": [\"-x\", \"tests/test_a.py::test_b\"]}. Default: all three.")] = None,
+            description="Names (lint, types, tests), or {name: [arguments]}: test ids, relative paths, allowlisted "
+                        "flags (an error lists them), e.g. {\"tests\": [\"-x\", \"tests/test_a.py::test_b\"]}. "
+                        "Default: all.")] = None,
         model_notes: str | None = None,
         candidates: Annotated[list[list[SourceFile]] | None, Field(
-            description="Several file sets: the gates pick the one judged.")] = None,
+            description="Several file sets: the gates pick the one judged.", json_schema_extra={LISTED_AS: {
+                "type": "array", "items": {"type": "array"},
+                "description": "Several file sets, as files: the gates pick the one judged."}})] = None,
         cache: UseCache = True,
         samples: Samples = 1,
         models: JuryModels = None,
         background: Background = False,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(CodeVerdict)]:
-        """Review code against a spec: accept / revise / reject with 8 scores, explanations and a fix plan,
-        consistent with the gates (lint, types, tests). Without a model, the gates' verdict (status no_model)."""
+        """Review code against a spec: accept / revise / reject with 8 scores and a fix plan, consistent with the gates
+        (lint, types, tests); no model: the gates' verdict."""
         app = app_of(ctx)
         chosen = parse_gates(gates)
         settings = gate_settings(app.settings)
@@ -145,8 +151,7 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
         background: Background = False,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(ProposedPatch)]:
-        """Propose a fix: minimal patch ops from the seed's fixer prompt, validated against the files (one
-        repair round)."""
+        """Propose a fix for code: minimal patch ops, validated against the files."""
         app = app_of(ctx)
         settings = gate_settings(app.settings)
         if diagnostics is None or apply_and_rejudge:

@@ -47,8 +47,8 @@ def register(mcp: MCPServer) -> None:
         background: Background = False,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(CompareResult)]:
-        """Which of two candidates (images or texts) is better, asked in both orders (A / B / Tie / Failed), or VIEScore
-        scores for one or two images."""
+        """Which of two candidates (images or texts) is better, asked in both orders, or VIEScore scores for one or two
+        images."""
         app = app_of(ctx)
         check_samples(samples, app.settings.max_samples)
         jury = await app.jury_for(ctx, models, cache=cache) if models is not None else None

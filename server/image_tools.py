@@ -31,8 +31,8 @@ from .context import (
 from .errors import tool_errors
 from .jobs import Background, or_job, resource_updated, run_or_background
 
-Images = Annotated[list[str], Field(description="Each a file path (inside the allowed roots), a data: URI or raw "
-                                                "base64; PNG, JPEG, WebP or GIF.")]
+Images = Annotated[list[str], Field(description="Paths (in the allowed roots), data: URIs or base64: PNG, JPEG, "
+                                                "WebP, GIF.")]
 RunId = Annotated[str, Field(description="From evaluate_image.")]
 JUDGE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
 
@@ -86,8 +86,8 @@ def register(mcp: MCPServer) -> None:
         background: Background = False,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(ImageEvaluation)]:
-        """Score images with the judge agents (weighted), rank them, and track the run's plateau. A continued
-        run (run_id) keeps its panel of judges unless agent_ids is given."""
+        """Score generated images against a brief with the judge agents (weighted), rank them, track the run's plateau;
+        run_id continues a run."""
         app = app_of(ctx)
         org, policy = organization_of(ctx), image_policy(ctx, client_roots)
         check_samples(samples, app.settings.max_samples)
@@ -114,7 +114,7 @@ def register(mcp: MCPServer) -> None:
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
     @tool_errors
     async def get_run(ctx: Context, run_id: RunId) -> Annotated[CallToolResult, RunReport]:
-        """A run's iterations and plateau, with a PNG chart of best and mean aggregate per iteration."""
+        """A run's iterations and plateau, with a chart."""
         app = app_of(ctx)
         report = await app.store(app.images.report, organization_of(ctx), run_id)
         png = run_chart_png(report)
@@ -138,8 +138,8 @@ def register(mcp: MCPServer) -> None:
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(OptimizedPrompt)]:
-        """Write the next generation prompt from evaluate_image's evaluations: top issues fixed by severity and weight,
-        what worked kept, every promptInstruction verbatim (checked)."""
+        """Write the next generation prompt from evaluate_image's evaluations: top issues fixed, what worked kept, every
+        promptInstruction verbatim."""
         app = app_of(ctx)
         given = given_evaluations(evaluations)
         org, client = organization_of(ctx), await app.model_for(ctx, cache=cache)

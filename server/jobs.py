@@ -234,7 +234,7 @@ def register(mcp: MCPServer[Any]) -> None:
                                           open_world_hint=False))
     @tool_errors
     async def cancel_job(ctx: Context, job_id: str) -> Job:
-        """Cancel a working background job (its work stops); a finished job is returned as it is."""
+        """Cancel a working background job; a finished one is returned as it is."""
         return await runner(ctx).cancel(organization_of(ctx), job_id)
 
     @mcp.tool(annotations=READ)

@@ -29,8 +29,8 @@ from .startup import LISTED_AS
 PatchArg = Annotated[
     dict[str, Any] | str,
     WithJsonSchema({"anyOf": [PATCH_SCHEMA, {"type": "string", "description": (
-        "Or text: aider-style SEARCH/REPLACE blocks (a path line, <<<<<<< SEARCH, =======, >>>>>>> REPLACE) "
-        "or a unified diff; detected unless `format` says which.")}]}),
+        "Or text: SEARCH/REPLACE blocks (a path line, <<<<<<< SEARCH, =======, >>>>>>> REPLACE) or a unified "
+        "diff.")}]}),
     Field(description='{"ops": [...]} with add/remove/edit/splice ops, or SEARCH/REPLACE blocks, or a unified diff.'),
 ]
 # apply_patch's patch is listed short: validate_patch, always listed beside it (toolset patches), shows it whole.
@@ -40,13 +40,13 @@ ApplyPatchArg = Annotated[PatchArg, Field(json_schema_extra={LISTED_AS: {
 
 FormatArg = Annotated[PatchFormat, Field(description="auto (detect), ops, search_replace or unified_diff.")]
 PathArg = Annotated[str | None, Field(description="File for SEARCH/REPLACE blocks that name none.")]
-ReadOnlyArg = Annotated[bool, Field(description="Also change files without write permission (kept read-only).")]
+ReadOnlyArg = Annotated[bool, Field(description="Also change read-only files (kept read-only).")]
 # A caller may raise the limits for one call, up to these ceilings (a caller's 10^9 ops kept a server busy 41 s).
 MAX_OPS_CEILING, MAX_BYTES_CEILING = 10_000, 20 * 1024 * 1024
-MaxOpsArg = Annotated[int | None, Field(ge=1, le=MAX_OPS_CEILING, description="Most ops allowed; default "
-                                        f"JUDGE_MCP_PATCH_MAX_OPS ({DEFAULT_LIMITS.max_ops}).")]
-MaxBytesArg = Annotated[int | None, Field(ge=1, le=MAX_BYTES_CEILING, description="Most bytes of patch text "
-                                          f"allowed; default JUDGE_MCP_PATCH_MAX_BYTES ({DEFAULT_LIMITS.max_bytes}).")]
+MaxOpsArg = Annotated[int | None, Field(ge=1, le=MAX_OPS_CEILING, description=(
+    f"Default {DEFAULT_LIMITS.max_ops} (JUDGE_MCP_PATCH_MAX_OPS)."))]
+MaxBytesArg = Annotated[int | None, Field(ge=1, le=MAX_BYTES_CEILING, description=(
+    f"Most patch bytes; default {DEFAULT_LIMITS.max_bytes} (JUDGE_MCP_PATCH_MAX_BYTES)."))]
 
 
 def _as_validated(**listed: Any) -> Any:
@@ -73,8 +73,8 @@ def register(mcp: MCPServer) -> None:
     async def validate_patch_tool(
         ctx: Context,
         patch: PatchArg,
-        root: Annotated[str | None, Field(description="Project directory, inside the allowed roots. With it, "
-                                                      "every op is checked against the files and the diff shown.")] = None,
+        root: Annotated[str | None, Field(description="Project directory (in the allowed roots): each op is then "
+                                                      "checked against its files, with the diff.")] = None,
         max_ops: MaxOpsArg = None,
         max_bytes: MaxBytesArg = None,
         format: FormatArg = "auto",
@@ -93,7 +93,7 @@ def register(mcp: MCPServer) -> None:
     async def apply_patch_tool(
         ctx: Context,
         patch: ApplyPatchArg,
-        root: Annotated[str, Field(description="Project directory, inside the allowed roots.")],
+        root: Annotated[str, Field(description="Project directory (in the allowed roots).")],
         dry_run: Annotated[bool, Field(description="Compute and return the diff, write nothing.")] = False,
         max_ops: Annotated[MaxOpsArg, _as_validated(type="integer")] = None,
         max_bytes: Annotated[MaxBytesArg, _as_validated(type="integer")] = None,

@@ -55,8 +55,7 @@ def register(mcp: MCPServer[Any]) -> None:
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(TextScore)]:
-        """Score a text on a rubric or criteria: each criterion on its scale (and 0–100), a weighted total; an
-        unreadable judgement is a typed failure, never a default."""
+        """Score a text on a rubric or criteria: each on its scale (and 0–100), and a weighted total."""
         sizes = app_of(ctx).settings.size_limits()
         sizes.text("text", text)
         sizes.text("instruction", instruction)
@@ -84,7 +83,7 @@ def register(mcp: MCPServer[Any]) -> None:
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(ReferenceComparison)]:
         """Check an answer against a known-correct one: equivalent / partially_correct / incorrect, with what is missing
-        or wrong (an exact or normalised match needs no model)."""
+        or wrong."""
         sizes = app_of(ctx).settings.size_limits()
         sizes.text("text", text)
         sizes.text("reference", reference)
@@ -105,8 +104,8 @@ def register(mcp: MCPServer[Any]) -> None:
         instruction: Annotated[str, Field(description="The task every candidate answers.")],
         candidates: Annotated[list[str], Field(description="Two or more.")],
         method: Annotated[Literal["tournament", "round_robin", "score"], Field(description=(
-            "round_robin: every pair both ways, n(n−1) calls, Bradley–Terry/Elo; tournament: a knockout, 2(n−1) "
-            "calls; score: n helpfulness scores."))] = "round_robin",
+            "round_robin: all pairs both ways, n(n−1) calls, Bradley–Terry/Elo; tournament: knockout, 2(n−1); "
+            "score: n scores."))] = "round_robin",
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(Ranking)]:
@@ -136,8 +135,8 @@ def register(mcp: MCPServer[Any]) -> None:
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(RagEvaluation)]:
-        """Judge a RAG answer: faithfulness (each claim supported, contradicted or not found, with the chunk that
-        settles it), answer and context relevance."""
+        """Judge a RAG answer: faithfulness (each claim supported, contradicted or not found), answer and context
+        relevance."""
         sizes = app_of(ctx).settings.size_limits()
         sizes.text("question", question)
         sizes.text("answer", answer)
@@ -167,8 +166,8 @@ def register(mcp: MCPServer[Any]) -> None:
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(TrajectoryEvaluation)]:
-        """Judge an agent's tool-call trajectory: checks (expected tools, order, counts, repeats, retried failures),
-        then a model call: goal reached, needless steps, ignored failures."""
+        """Judge an agent's tool-call trajectory: checks (expected tools, order, counts, repeats, retries), then a model
+        call: goal reached, needless steps, ignored failures."""
         sizes = app_of(ctx).settings.size_limits()
         sizes.text("goal", goal)
         sizes.items("steps", steps, "e.g. judge the trajectory in parts, or leave out steps that repeat")

@@ -22,8 +22,7 @@ def register(mcp: MCPServer) -> None:
         ctx: Context,
         days: Annotated[int, Field(description="UTC days back, today included (1-366).")] = 7,
     ) -> UsageReport:
-        """This organization's model requests, tokens and cost (USD) per day and model, and what is left of today's
-        budget."""
+        """This organization's model requests, tokens and cost per day and model, and today's budget left."""
         app = app_of(ctx)
         if app.metering is None:
             raise ConfigError("usage is not recorded by this server")
