@@ -19,11 +19,10 @@ AgentId = str  # from create_agent or list_agents: its name says it
 Weight = Annotated[float | None, Field(ge=0, le=100)]  # bounds in the schema: a model sees them
 # update_agent lists these as create_agent does (toolset agents lists both); the server validates them in full.
 AS_CREATED: dict[str, Any] = {LISTED_AS: {"type": "object", "description": "As in create_agent."}}
-SCALE_HELP = ("The scale the agent's prompt scores on; default {0, 100}. Readings outside it fail as "
-              "out_of_range; inside, they map to 0–100.")
+SCALE_HELP = "The {min, max} its prompt scores on; default {0, 100}; readings outside fail as out_of_range."
 JURY_HELP = "A jury of 2–8 models for evaluate_image; the score is their mean."
-RAG_HELP = ("top_k: chunks retrieved per evaluation (1–50, default 5); similarity_threshold: least cosine "
-            "similarity (0–1; null: the server's default).")
+RAG_HELP = ("top_k: chunks per evaluation (1–50, default 5); similarity_threshold: least cosine similarity "
+            "0–1 (null: the server's).")
 
 
 def agent_link(agent: Agent) -> ResourceLink:
@@ -60,7 +59,7 @@ def register(mcp: MCPServer) -> None:
             LISTED_AS: {"type": "object", "properties": {"top_k": {"type": "integer"}, "similarity_threshold": {
                 "type": ["number", "null"]}}, "description": RAG_HELP}})] = None,
         template_id: Annotated[
-            str | None, Field(description=f"A built-in agent: {', '.join(TEMPLATES)}.")
+            str | None, Field(description=f"Built-in: {', '.join(TEMPLATES)}.")
         ] = None,
         model: Annotated[str | None, Field(description="Model override, e.g. 'anthropic:<model>'.")] = None,
         score_scale: Annotated[ScoreScale | None, Field(description=SCALE_HELP, json_schema_extra={
@@ -82,7 +81,7 @@ def register(mcp: MCPServer) -> None:
     @tool_errors
     async def list_agents(
         ctx: Context,
-        query: Annotated[str | None, Field(description="Case-insensitive text in the name or system prompt.")] = None,
+        query: Annotated[str | None, Field(description="Text in the name or system prompt, any case.")] = None,
         sort_by: Literal["name", "created_at", "updated_at"] = "created_at",
         order: Literal["asc", "desc"] = "desc",
     ) -> AgentList:
@@ -116,7 +115,7 @@ def register(mcp: MCPServer) -> None:
             LISTED_AS: {"type": "array", "items": {"type": "string"},
                         "description": "As in create_agent; [] clears it."}})] = None,
     ) -> Agent:
-        """Change the given fields of a judge agent; fields left out keep their values."""
+        """Change a judge agent's given fields; the rest keep their values."""
         changes = dict(
             name=name, system_prompt=system_prompt, evaluation_categories=evaluation_categories,
             scoring_weight=scoring_weight, optimization_weight=optimization_weight, rag_config=rag_config,

@@ -25,7 +25,7 @@ def register(mcp: MCPServer) -> None:
     @tool_errors
     async def evaluate_analysis_tool(
         ctx: Context,
-        analysis: Annotated[str | dict[str, Any], Field(description="The analysis: JSON text (one code fence is "
+        analysis: Annotated[str | dict[str, Any], Field(description="JSON text (a code fence is "
                                                                     "stripped) or a JSON object.")],
         input_url: Annotated[str | None, Field(description="The URL the analysis is about (D-5).")] = None,
         user_context: str | None = None,
@@ -43,8 +43,8 @@ def register(mcp: MCPServer) -> None:
         expected_score: ExpectedScore = False,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(AnalysisResult)]:
-        """Evaluate a JSON analysis: checks D-1..D-5 (JSON, schema, format, cardinality, URLs), stopping at the first
-        failure, then a model call per LLM category; `passed` only if all pass."""
+        """Evaluate a JSON analysis: checks D-1..D-5 (JSON, schema, format, cardinality, URLs), then a model call per
+        LLM category; `passed` only if all pass."""
         app = app_of(ctx)
         check_samples(samples, app.settings.max_samples)
         sizes = app.settings.size_limits()

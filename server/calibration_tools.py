@@ -48,15 +48,14 @@ class HumanScale(BaseModel):
 
 
 Judge = Annotated[Literal["pairwise_compare", "score_text", "viescore"], Field(description=(
-    "pairwise_compare (two candidates, both orders), score_text (rubric or criteria; its 0–100 total) or "
-    "viescore (one image)."))]
+    "pairwise_compare (both orders), score_text (its 0–100 total) or viescore (one image)."))]
 Dataset = Annotated[str | dict[str, Any] | list[dict[str, Any]] | None, Field(description=(
-    "JSONL (or a JSON list) of items: the judge's inputs plus human_score, human_scores (per rater; null: "
-    "missing), human_winner or human_winners (A, B, Tie); optional id."))]
-DatasetPath = Annotated[str | None, Field(description="A JSONL file inside the allowed roots, instead of dataset.")]
+    "JSONL or a JSON list: each item the judge's inputs plus human_score(s) (null: missing) or "
+    "human_winner(s) (A, B, Tie); optional id."))]
+DatasetPath = Annotated[str | None, Field(description="Or a JSONL file in the allowed roots.")]
 AgentId = Annotated[str | None, Field(description=(
-    "Its model judges (unless model); score_text: its guidelines give the context, or with no rubric or "
-    "criteria its system prompt is the criterion."))]
+    "Its model judges; score_text: its guidelines give context, or (no rubric or criteria) its system "
+    "prompt is the criterion."))]
 Model = Annotated[str | None, Field(description="The model to check; default: the agent's, else the server's.")]
 PromptId = Annotated[str | None, Field(description="pairwise_compare/viescore: the prompt asset.")]
 Rubric = Annotated[str | list[str] | None, Field(description="score_text: its rubric(s).")]
@@ -69,9 +68,9 @@ PromptScale = Annotated[ScoreScale | None, Field(description="viescore: the prom
                                                      **MIN_MAX, "description": "viescore: the prompt's scale; "
                                                                                "default {min: 0, max: 10}."}})]
 Samples = Annotated[int, Field(ge=1, description=(
-    "pairwise_compare/viescore: per item (majority verdict or mean score); score_text: 1."))]
+    "Per item (majority or mean); score_text: 1."))]
 Background = Annotated[bool | None, Field(description=(
-    "Run as a job ({job_id}; get_job). Default: yes, unless the model is the host's (MCP sampling)."))]
+    "Default: true, unless the model is the host's (MCP sampling)."))]
 PassAt = Annotated[float | None, Field(description=(
     "Scores: the judge's pass mark (score_text: of 0–100; viescore: its scale); default the middle."))]
 HumanPassAt = Annotated[float | None, Field(description=(
@@ -206,16 +205,15 @@ def register(mcp: MCPServer[Any]) -> None:
         human_scale: Annotated[HumanScale | None, Field(description=(
             "The humans' scale, to put their scores and the judge's on 0–1 for the disagreement ranking and the "
             "confusion matrix; default: the lowest and highest human score in the dataset."), json_schema_extra={
-            LISTED_AS: {**MIN_MAX, "description": "The humans' scale; default: their lowest and highest "
+            LISTED_AS: {**MIN_MAX, "description": "The humans' {min, max}; default: their lowest and highest "
                                                   "score."}})] = None,
         samples: Samples = 1,
         background: Background = None,
         cache: UseCache = True,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(CalibrationReport)]:
-        """How far to trust a judge, on human-labelled items: agreement (accuracy, kappa; Spearman, Kendall, Pearson),
-        the humans' own as the ceiling, position and length bias, a confusion matrix, the worst
-        disagreements, a chart. Stored (get_calibration)."""
+        """How far to trust a judge, on human-labelled items: agreement (kappa; Spearman, Kendall), the humans' own as
+        ceiling, position and length bias, confusion matrix, worst disagreements, chart. Stored."""
         prepared = await _prepared(ctx, judge=judge, dataset=dataset, dataset_path=dataset_path, agent_id=agent_id,
                                    model=model, prompt_id=prompt_id, prompt_version=prompt_version, rubric=rubric,
                                    criteria=criteria, method=method, candidate_type=candidate_type,
@@ -257,7 +255,7 @@ def register(mcp: MCPServer[Any]) -> None:
         score_scale: ListedScale = None,
         samples: ListedSamples = 1,
         threshold: Annotated[float, Field(gt=0, lt=1, description=(
-            "The bar both 95% lower bounds (TPR and TNR) must reach."))] = DEFAULT_THRESHOLD,
+            "Both 95% lower bounds must reach it."))] = DEFAULT_THRESHOLD,
         pass_at: PassAt = None,
         human_pass_at: HumanPassAt = None,
         verdicts: Annotated[list[str | float | bool] | None, Field(max_length=1_000_000, description=(
@@ -268,9 +266,9 @@ def register(mcp: MCPServer[Any]) -> None:
         cache: UseCache = True,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(Certificate)]:
-        """Check whether a judge can be trusted to say pass/fail: TPR and TNR against human labels (pairwise: A passes;
-        scores: >= pass_at) with 95% Wilson bounds; certified when both reach threshold, else the labels
-        still needed. Other arguments as in calibrate_judge."""
+        """Certify a judge's pass/fail against human labels: TPR and TNR (pairwise: A passes; scores: >= pass_at) with
+        95% Wilson bounds; certified when both reach threshold, else the labels still needed. Other arguments
+        as in calibrate_judge."""
         app, _org, items, spec, client, policy, contexts, _ = await _prepared(
             ctx, judge=judge, dataset=dataset, dataset_path=dataset_path, agent_id=agent_id, model=model,
             prompt_id=prompt_id, prompt_version=prompt_version, rubric=rubric, criteria=criteria, method=method,
@@ -293,7 +291,7 @@ def register(mcp: MCPServer[Any]) -> None:
     async def align_judge(
         ctx: Context,
         agent_id: Annotated[str, Field(description=(
-            "The agent to improve: its system prompt judges each item (score_text, on its score_scale)."))],
+            "The agent to improve: its system prompt judges (score_text, its score_scale)."))],
         dataset: ListedDataset = None,
         dataset_path: ListedDatasetPath = None,
         model: ListedModel = None,
@@ -302,7 +300,7 @@ def register(mcp: MCPServer[Any]) -> None:
         seed: Annotated[int, Field(description="The stratified train/test split's seed.")] = 0,
         test_fraction: Annotated[float, Field(gt=0, lt=1, description="Share of each class held out.")] = 0.3,
         candidates: Annotated[int, Field(ge=1, le=MAX_CANDIDATES, description=(
-            "Revisions written and tried on train; the best on train is scored on test."))] = 2,
+            "Revisions tried on train; the best is scored on test."))] = 2,
         background: ListedBackground = None,
         cache: UseCache = True,
         client_roots: ClientRoots = None,

@@ -18,7 +18,7 @@ from .errors import tool_errors
 from .jobs import Background, or_job, run_or_background
 from .startup import LISTED_AS, MIN_MAX
 
-SCALE = "viescore: the prompt's scale; default {min: 0, max: 10}; a score outside it fails as out_of_range."
+SCALE = "viescore: the prompt's scale; default {min: 0, max: 10}."
 
 
 def register(mcp: MCPServer) -> None:
@@ -31,13 +31,12 @@ def register(mcp: MCPServer) -> None:
                                                            "(path, data: URI, base64) or texts.")],
         input_image: Annotated[str | None, Field(description="The source image, when there is one.")] = None,
         method: Literal["pairwise", "viescore"] = "pairwise",
-        swap: Annotated[bool, Field(description="Ask in both orders at once and check the verdict agrees.")] = True,
+        swap: Annotated[bool, Field(description="Ask both orders at once; check they agree.")] = True,
         prompt_id: Annotated[str | None, Field(description="A prompt asset, e.g. "
                                                            "vlm/assessment/visual_quality/viescore@v2.")] = None,
         prompt_version: str | None = None,
         candidate_type: Annotated[Literal["auto", "image", "text"], Field(
-            description="auto: images when every candidate looks like one (data: URI, base64, image path), "
-                        "else text.")] = "auto",
+            description="auto: images if every candidate looks like one, else text.")] = "auto",
         score_scale: Annotated[ScoreScale | None, Field(description=SCALE, json_schema_extra={
             LISTED_AS: {**MIN_MAX, "description": SCALE}})] = None,
         cache: UseCache = True,

@@ -131,7 +131,7 @@ def register(mcp: MCPServer) -> None:
         ctx: Context,
         brief: str,
         prompt: Annotated[str, Field(description="The current generation prompt.")],
-        run_id: Annotated[str | None, Field(description="Use the winner's evaluations from this run's last "
+        run_id: Annotated[str | None, Field(description="Or the winner's evaluations from this run's last "
                                                         "iteration.")] = None,
         evaluations: Annotated[list[dict[str, Any]] | None, Field(description=(
             "Or evaluations as evaluate_image returned them."))] = None,

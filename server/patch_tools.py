@@ -31,7 +31,7 @@ PatchArg = Annotated[
     WithJsonSchema({"anyOf": [PATCH_SCHEMA, {"type": "string", "description": (
         "Or text: SEARCH/REPLACE blocks (a path line, <<<<<<< SEARCH, =======, >>>>>>> REPLACE) or a unified "
         "diff.")}]}),
-    Field(description='{"ops": [...]} with add/remove/edit/splice ops, or SEARCH/REPLACE blocks, or a unified diff.'),
+    Field(description='{"ops": [...]}, SEARCH/REPLACE blocks or a unified diff.'),
 ]
 # apply_patch's patch is listed short: validate_patch, always listed beside it (toolset patches), shows it whole.
 ApplyPatchArg = Annotated[PatchArg, Field(json_schema_extra={LISTED_AS: {

@@ -213,8 +213,8 @@ def lean_schema(schema: Any) -> Any:
 # for an argument another tool of the same toolset lists in full (apply_patch's patch, as validate_patch's).
 # The server still validates against the full schema.
 LISTED_AS = "x-listed-as"
-# The short form of a {min, max} scale: the argument's own description says what it is.
-MIN_MAX: dict[str, Any] = {"type": "object", "properties": {"min": {"type": "number"}, "max": {"type": "number"}}}
+# The short form of a {min, max} scale: an object, whose listed description names min and max.
+MIN_MAX: dict[str, Any] = {"type": "object"}
 
 
 def listed_input(schema: dict[str, Any]) -> dict[str, Any]:

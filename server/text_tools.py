@@ -21,8 +21,7 @@ from .jobs import Background, or_job, run_or_background
 from .startup import LISTED_AS, MIN_MAX
 
 JUDGE = ToolAnnotations(read_only_hint=True, idempotent_hint=False, open_world_hint=True)
-OptionalAgent = Annotated[str | None, Field(description="An agent whose guidelines give the context (per its "
-                                                        "rag_config).")]
+OptionalAgent = Annotated[str | None, Field(description="An agent whose guidelines give the context.")]
 
 
 async def _agent_contexts(ctx: Context, agent_id: str | None, query: str) -> list[RagContext]:
@@ -38,13 +37,13 @@ def register(mcp: MCPServer[Any]) -> None:
         ctx: Context,
         text: str,
         rubric: Annotated[str | list[str] | None, Field(description=(
-            f"Built-in rubric(s): {', '.join(BUILTIN_RUBRICS)} (each 1–5). Give rubric or criteria."))] = None,
+            f"Built-in: {', '.join(BUILTIN_RUBRICS)} (each 1–5); or criteria."))] = None,
         criteria: Annotated[list[Criterion] | None, Field(description="Custom criteria.", json_schema_extra={
             LISTED_AS: {"type": "array", "items": {"type": "object", "properties": {
                 "name": {"type": "string"}, "description": {"type": "string"}, "weight": {"type": "number"},
                 "scale": MIN_MAX}, "required": ["name", "description"]}, "description": (
-                "Custom criteria: description says what low and high scores mean; weight >= 0 (default 1; 0: "
-                "not in the total); scale default {1, 5}.")}})] = None,
+                "Custom criteria: description says what low and high mean; weight (default 1; 0: not totalled); "
+                "scale {min, max}, default {1, 5}.")}})] = None,
         instruction: Annotated[str | None, Field(description="What the text answers.")] = None,
         reference: Annotated[str | None, Field(description="A known-correct answer.")] = None,
         context: Annotated[list[str] | None, Field(description="Passages it should rely on.")] = None,
@@ -167,7 +166,7 @@ def register(mcp: MCPServer[Any]) -> None:
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(TrajectoryEvaluation)]:
         """Judge an agent's tool-call trajectory: checks (expected tools, order, counts, repeats, retries), then a model
-        call: goal reached, needless steps, ignored failures."""
+        call on the goal, needless steps, ignored failures."""
         sizes = app_of(ctx).settings.size_limits()
         sizes.text("goal", goal)
         sizes.items("steps", steps, "e.g. judge the trajectory in parts, or leave out steps that repeat")
