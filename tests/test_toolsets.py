@@ -60,6 +60,66 @@ def test_code_and_patches_cost_a_host_at_most_8_kb_with_apply_patch_listing_its_
     assert refused.is_error and "patch" in refused.content[0].text  # still validated against the whole schema
 
 
+def test_all_tools_cost_a_host_at_most_25_kb(tmp_path: Path) -> None:
+    running = _session(tmp_path)
+    try:
+        tools = running.run(running.client.list_tools()).tools
+    finally:
+        running.close()
+    assert len(tools) == len(TOOL_ROLES)
+    assert _shown(tools) <= 25000
+
+
+def test_certify_judge_lists_calibrate_judges_arguments_by_reference_and_still_validates_them(
+        tmp_path: Path) -> None:
+    running = _session(tmp_path)
+    try:
+        tools = {t.name: t for t in running.run(running.client.list_tools()).tools}
+        refused = running.call("certify_judge", {"judge": "score_txt", "dataset": "{}"})
+    finally:
+        running.close()
+    certify = tools["certify_judge"]
+    assert certify.description.endswith("Other arguments as in calibrate_judge.")
+    assert certify.input_schema["properties"]["judge"] == {"type": "string"}
+    assert certify.input_schema["properties"]["dataset"] == {"type": ["string", "object", "array"]}
+    assert "description" in tools["calibrate_judge"].input_schema["properties"]["dataset"]
+    assert tools["align_judge"].description.endswith("Other arguments as in certify_judge.")
+    assert refused.is_error and "judge" in refused.content[0].text and "score_text" in refused.content[0].text
+
+
+def test_apply_patch_lists_validate_patchs_options_by_reference_and_still_bounds_them(tmp_path: Path) -> None:
+    running = _session(tmp_path, JUDGE_MCP_TOOLSETS="patches")
+    try:
+        tools = {t.name: t for t in running.run(running.client.list_tools()).tools}
+        refused = running.call("apply_patch", {"root": str(tmp_path), "patch": {"ops": []}, "max_ops": 0})
+    finally:
+        running.close()
+    assert tools["apply_patch"].input_schema["properties"]["max_ops"] == {"type": "integer"}
+    assert tools["validate_patch"].input_schema["properties"]["max_ops"]["maximum"] == 10000
+    assert refused.is_error and "max_ops" in refused.content[0].text
+
+
+def test_a_shared_options_usual_default_is_stated_once_in_the_instructions(tmp_path: Path) -> None:
+    running = _session(tmp_path)
+    try:
+        tools = {t.name: t for t in running.run(running.client.list_tools()).tools}
+        instructions = running.client.instructions or ""
+    finally:
+        running.close()
+    assert tools["score_text"].input_schema["properties"]["cache"] == {"type": "boolean"}
+    assert tools["pairwise_compare"].input_schema["properties"]["samples"] == {"type": "integer"}
+    assert "cache: Default true;" in instructions and "background: Default false;" in instructions
+
+
+def test_a_tool_description_is_listed_on_one_line(tmp_path: Path) -> None:
+    running = _session(tmp_path)
+    try:
+        tools = running.run(running.client.list_tools()).tools
+    finally:
+        running.close()
+    assert [t.name for t in tools if "\n" in (t.description or "") or "  " in (t.description or "")] == []
+
+
 def test_a_tool_outside_the_toolsets_is_not_callable_and_says_how_to_enable_it(tmp_path: Path) -> None:
     running = _session(tmp_path, JUDGE_MCP_TOOLSETS="patches")
     try:
