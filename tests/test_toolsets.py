@@ -189,3 +189,24 @@ def test_a_shared_option_is_described_once_in_the_instructions_not_in_each_tool(
                 if t.input_schema["properties"].get(name, {}).get("description") == text]
     assert repeated == []  # an option with a meaning of its own (calibrate_judge's background) keeps its own words
     assert sum(name in t.input_schema["properties"] for t in tools for name in SHARED_OPTIONS) == 43  # the uses said once (certify_judge: samples, background, cache; align_judge: background, cache)
+
+
+def test_a_tool_listed_by_reference_points_to_a_tool_every_caller_who_sees_it_also_sees(tmp_path: Path) -> None:
+    """"As in X" (a tool's description or an argument's): X is in the same toolset and no caller who may list the
+    tool is refused X, so the full form is always listed beside the short one."""
+    import re
+
+    import anyio
+
+    from server.app import create_server
+    from tests.conftest import make_settings
+
+    tools = anyio.run(create_server(make_settings(tmp_path)).list_tools)
+    toolset = {tool: name for name, members in TOOLSETS.items() for tool in members}
+    references = {(t.name, named) for t in tools
+                  for named in re.findall(r"[Aa]s in (\w+)|(\w+)'s patch takes", json.dumps([t.description, t.input_schema]))
+                  for named in named if named}
+    assert {("certify_judge", "calibrate_judge"), ("align_judge", "certify_judge"), ("apply_patch", "validate_patch"),
+            ("update_agent", "create_agent")} <= references
+    assert [(tool, named) for tool, named in references
+            if toolset[named] != toolset[tool] or (TOOL_ROLES[named] == "admin" and TOOL_ROLES[tool] != "admin")] == []
