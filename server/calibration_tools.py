@@ -212,7 +212,7 @@ def register(mcp: MCPServer[Any]) -> None:
         cache: UseCache = True,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(CalibrationReport)]:
-        """How far to trust a judge, on human-labelled items: agreement (kappa; Spearman, Kendall), the humans' own as
+        """Check how far to trust a judge, on human-labelled items: agreement (kappa; Spearman, Kendall), the humans' own as
         ceiling, position and length bias, confusion matrix, worst disagreements, chart. Stored."""
         prepared = await _prepared(ctx, judge=judge, dataset=dataset, dataset_path=dataset_path, agent_id=agent_id,
                                    model=model, prompt_id=prompt_id, prompt_version=prompt_version, rubric=rubric,
