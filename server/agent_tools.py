@@ -13,17 +13,16 @@ from judges.store.agents import TEMPLATES, Agent, RagConfig, ScoreScale
 from .context import app_of, organization_of
 from .errors import tool_errors
 from .jobs import as_result
-from .startup import LISTED_AS
+from .startup import LISTED_AS, MIN_MAX
 
-AgentId = Annotated[str, Field(description="The agent's id, as create_agent or list_agents return it.")]
+AgentId = str  # from create_agent or list_agents: its name says it
 Weight = Annotated[float | None, Field(ge=0, le=100)]  # bounds in the schema: a model sees them
 # update_agent lists these as create_agent does (toolset agents lists both); the server validates them in full.
 AS_CREATED: dict[str, Any] = {LISTED_AS: {"type": "object", "description": "As in create_agent."}}
-SCALE_HELP = ("The scale the agent's prompt scores on, {min, max}; default {0, 100}. E.g. {1, 10} for an "
-              "MT-Bench-style 'Rating: [[x]]' prompt. Readings outside it fail as out_of_range; inside, they are "
-              "mapped to 0–100.")
-JURY_HELP = ("A jury: 2 to 8 different models that each judge in evaluate_image, e.g. "
-             '["anthropic:claude-sonnet-4-5", "openai:gpt-4o"]; the score is their mean.')
+SCALE_HELP = "The {min, max} its prompt scores on; default {0, 100}; readings outside fail as out_of_range."
+JURY_HELP = "A jury of 2–8 models for evaluate_image; the score is their mean."
+RAG_HELP = ("top_k: chunks per evaluation (1–50, default 5); similarity_threshold: least cosine similarity "
+            "0–1 (null: the server's).")
 
 
 def agent_link(agent: Agent) -> ResourceLink:
@@ -51,21 +50,24 @@ def register(mcp: MCPServer) -> None:
         ctx: Context,
         name: Annotated[str, Field(description="Human-readable name, e.g. 'Brand Compliance Judge'.")],
         system_prompt: Annotated[
-            str | None, Field(description="How the agent judges. Optional when template_id is given.")
+            str | None, Field(description="How the agent judges; optional with template_id.")
         ] = None,
         evaluation_categories: Annotated[str | None, Field(description="Categories the agent scores.")] = None,
         scoring_weight: Weight = None,
         optimization_weight: Weight = None,
-        rag_config: Annotated[RagConfig | None, Field(description="{top_k, similarity_threshold}")] = None,
+        rag_config: Annotated[RagConfig | None, Field(description="{top_k, similarity_threshold}", json_schema_extra={
+            LISTED_AS: {"type": "object", "properties": {"top_k": {"type": "integer"}, "similarity_threshold": {
+                "type": ["number", "null"]}}, "description": RAG_HELP}})] = None,
         template_id: Annotated[
-            str | None, Field(description=f"A built-in agent: {', '.join(TEMPLATES)}.")
+            str | None, Field(description=f"Built-in: {', '.join(TEMPLATES)}.")
         ] = None,
         model: Annotated[str | None, Field(description="Model override, e.g. 'anthropic:<model>'.")] = None,
-        score_scale: Annotated[ScoreScale | None, Field(description=SCALE_HELP)] = None,
+        score_scale: Annotated[ScoreScale | None, Field(description=SCALE_HELP, json_schema_extra={
+            LISTED_AS: {**MIN_MAX, "description": SCALE_HELP}})] = None,
         models: Annotated[list[str] | None, Field(description=JURY_HELP)] = None,
     ) -> Annotated[CallToolResult, Agent]:
-        """Create a judge agent. scoring_weight and optimization_weight default to 50 (or the template's).
-        The result links the resource judge://agents/{id}."""
+        """Create a judge agent (instructions, model, guidelines) for evaluate_image and the judges' agent_id; weights
+        default to 50 (or the template's)."""
         app = app_of(ctx)
         agent = await app.store(
             app.agents.create, organization_of(ctx), name=name, system_prompt=system_prompt,
@@ -79,7 +81,7 @@ def register(mcp: MCPServer) -> None:
     @tool_errors
     async def list_agents(
         ctx: Context,
-        query: Annotated[str | None, Field(description="Case-insensitive text in the name or system prompt.")] = None,
+        query: Annotated[str | None, Field(description="Text in the name or system prompt, any case.")] = None,
         sort_by: Literal["name", "created_at", "updated_at"] = "created_at",
         order: Literal["asc", "desc"] = "desc",
     ) -> AgentList:
@@ -113,7 +115,7 @@ def register(mcp: MCPServer) -> None:
             LISTED_AS: {"type": "array", "items": {"type": "string"},
                         "description": "As in create_agent; [] clears it."}})] = None,
     ) -> Agent:
-        """Change the given fields of a judge agent; fields left out keep their values."""
+        """Change a judge agent's given fields; the rest keep their values."""
         changes = dict(
             name=name, system_prompt=system_prompt, evaluation_categories=evaluation_categories,
             scoring_weight=scoring_weight, optimization_weight=optimization_weight, rag_config=rag_config,

@@ -25,7 +25,7 @@ def register(mcp: MCPServer) -> None:
     @tool_errors
     async def evaluate_analysis_tool(
         ctx: Context,
-        analysis: Annotated[str | dict[str, Any], Field(description="The analysis: JSON text (one code fence is "
+        analysis: Annotated[str | dict[str, Any], Field(description="JSON text (a code fence is "
                                                                     "stripped) or a JSON object.")],
         input_url: Annotated[str | None, Field(description="The URL the analysis is about (D-5).")] = None,
         user_context: str | None = None,
@@ -43,10 +43,8 @@ def register(mcp: MCPServer) -> None:
         expected_score: ExpectedScore = False,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(AnalysisResult)]:
-        """D-1 json_validation, D-2 schema_compliance, D-3 format_compliance, D-4 field_cardinality and
-        D-5 url_preservation in order, stopping at the first failure; then one model call per LLM category.
-        `passed` only when every check passes. samples: each category asked n times at once (the majority pass,
-        the spread of its score); models: a jury. Progress: each check and each category."""
+        """Evaluate a JSON analysis: checks D-1..D-5 (JSON, schema, format, cardinality, URLs), then a model call per
+        LLM category; `passed` only if all pass."""
         app = app_of(ctx)
         check_samples(samples, app.settings.max_samples)
         sizes = app.settings.size_limits()

@@ -34,7 +34,15 @@ from .jobs import CALL_ARGUMENTS
 from .options import instructions
 from .roles import TOOL_ROLES, may_list, require_role, require_toolset
 from .settings import Settings
-from .startup import Listing, ListingCache, Registrations, ToolCatalog, lean_schema, listed_input
+from .startup import (
+    Listing,
+    ListingCache,
+    Registrations,
+    ToolCatalog,
+    lean_schema,
+    listed_description,
+    listed_input,
+)
 from .views import apps as views_apps
 from .views import pages as views_pages
 
@@ -100,7 +108,7 @@ class JudgeServer(MCPServer[AppContext]):
         if listing is not None and [t.name for t in listing.tools] == catalog.names:
             return listing.tools
         built = await anyio.to_thread.run_sync(catalog.list_tools)  # imports and pydantic work: off the loop
-        tools = [MCPTool(name=t.name, title=t.title, description=t.description,
+        tools = [MCPTool(name=t.name, title=t.title, description=listed_description(t.description),
                          input_schema=listed_input(t.parameters),
                          output_schema=None if t.output_schema is None else lean_schema(t.output_schema),
                          annotations=t.annotations, icons=t.icons, _meta=t.meta) for t in built]

@@ -32,12 +32,12 @@ from judges.progress import Progress
 from judges.reading.samples import check_samples
 from judges.store.agents import Agent, ScoreScale
 from judges.text.rag import guideline_contexts
-from judges.text.scoring import BUILTIN_RUBRICS, Criterion, resolve_criteria
+from judges.text.scoring import Criterion, resolve_criteria
 
 from .context import ClientRoots, UseCache, app_of, image_policy, organization_of, roots_for
 from .errors import tool_errors
 from .jobs import or_job, run_or_background
-from .startup import LISTED_AS
+from .startup import LISTED_AS, MIN_MAX
 
 MAX_DATASET_BYTES = 20 * 1024 * 1024
 
@@ -48,41 +48,58 @@ class HumanScale(BaseModel):
 
 
 Judge = Annotated[Literal["pairwise_compare", "score_text", "viescore"], Field(description=(
-    "The judge to check: pairwise_compare (two candidates, asked in both orders), score_text (a rubric "
-    "or criteria; the total 0–100 is compared) or viescore (one image, pairwise_compare's VIEScore)."))]
+    "pairwise_compare (both orders), score_text (its 0–100 total) or viescore (one image)."))]
 Dataset = Annotated[str | dict[str, Any] | list[dict[str, Any]] | None, Field(description=(
-    "JSONL, one item a line (or the items as a JSON list): the judge's inputs plus human_score / "
-    "human_scores (a list, one per rater; null for a missing rating) or human_winner / human_winners "
-    "(A, B or Tie); optional id. E.g. {\"text\": \"…\", \"instruction\": \"…\", "
-    "\"human_scores\": [4, 5, 3]}."))]
-DatasetPath = Annotated[str | None, Field(description="A JSONL file inside the allowed roots, instead of dataset.")]
+    "JSONL or a JSON list: each item the judge's inputs plus human_score(s) (null: missing) or "
+    "human_winner(s) (A, B, Tie); optional id."))]
+DatasetPath = Annotated[str | None, Field(description="Or a JSONL file in the allowed roots.")]
 AgentId = Annotated[str | None, Field(description=(
-    "An agent: its model judges (unless model is given); for score_text its guidelines are searched "
-    "for each item's context, as score_text does; with no rubric or criteria its system prompt is the "
-    "criterion instead, on its score_scale."))]
-Model = Annotated[str | None, Field(description="The model to check, e.g. openai:gpt-4o; default: the "
-                                                "agent's, else the server's.")]
-PromptId = Annotated[str | None, Field(description="pairwise_compare/viescore: the prompt asset, as "
-                                                   "pairwise_compare takes it.")]
-Rubric = Annotated[str | list[str] | None, Field(description=(
-    f"score_text: built-in rubric(s) {', '.join(BUILTIN_RUBRICS)}; or criteria."))]
+    "Its model judges; score_text: its guidelines give context, or (no rubric or criteria) its system "
+    "prompt is the criterion."))]
+Model = Annotated[str | None, Field(description="The model to check; default: the agent's, else the server's.")]
+PromptId = Annotated[str | None, Field(description="pairwise_compare/viescore: the prompt asset.")]
+Rubric = Annotated[str | list[str] | None, Field(description="score_text: its rubric(s).")]
 Criteria = Annotated[list[Criterion] | None, Field(description="score_text: custom criteria.", json_schema_extra={
-    LISTED_AS: {"type": "array", "items": {"type": "object"}, "description": (
-        "score_text: custom criteria, as score_text takes them: [{name, description, weight=1, "
-        "scale={min: 1, max: 5}}].")}})]
+    LISTED_AS: {"type": "array", "items": {"type": "object"}, "description": "score_text: its criteria."}})]
 Method = Annotated[Literal["direct", "g_eval"], Field(description="score_text's method.")]
 CandidateType = Literal["auto", "image", "text"]
-PromptScale = Annotated[ScoreScale | None, Field(description="viescore: the prompt's scale, default {0, 10}.")]
+PromptScale = Annotated[ScoreScale | None, Field(description="viescore: the prompt's scale; default {0, 10}.",
+                                                 json_schema_extra={LISTED_AS: {
+                                                     **MIN_MAX, "description": "viescore: the prompt's scale; "
+                                                                               "default {min: 0, max: 10}."}})]
 Samples = Annotated[int, Field(ge=1, description=(
-    "pairwise_compare and viescore: samples per item (the majority verdict, or the mean score); "
-    "at most JUDGE_MCP_MAX_SAMPLES. score_text: 1."))]
+    "Per item (majority or mean); score_text: 1."))]
 Background = Annotated[bool | None, Field(description=(
-    "Run as a background job (returns {job_id}; poll get_job). Default: in the background, unless the "
-    "model is the host's own (MCP sampling), which can only answer while the call is open."))]
+    "Default: true, unless the model is the host's (MCP sampling)."))]
 PassAt = Annotated[float | None, Field(description=(
-    "Scores: the judge's pass mark (score_text's 0–100 total; viescore's scale); default the middle."))]
+    "Scores: the judge's pass mark (score_text: of 0–100; viescore: its scale); default the middle."))]
 HumanPassAt = Annotated[float | None, Field(description=(
-    "Scores: the humans' mean at or above which an item is a pass; default the middle of the labels given."))]
+    "Scores: the humans' mean that passes an item; default the middle of the labels given."))]
+
+
+def _as_in(tool: str, **listed: Any) -> Any:
+    """An argument listed in short, without its description: the tool's description says it is as in `tool`,
+    of this toolset, which lists it in full (the server still validates it against the full schema)."""
+    return Field(json_schema_extra={LISTED_AS: listed})
+
+
+_OBJECT, _TEXT, _NUMBER, _LIST = {"type": "object"}, {"type": "string"}, {"type": "number"}, {"type": "array"}
+_CALIBRATE = "calibrate_judge"
+ListedJudge = Annotated[Judge, _as_in(_CALIBRATE, **_TEXT)]
+ListedDataset = Annotated[Dataset, _as_in(_CALIBRATE, type=["string", "object", "array"])]
+ListedDatasetPath = Annotated[DatasetPath, _as_in(_CALIBRATE, **_TEXT)]
+ListedAgentId = Annotated[AgentId, _as_in(_CALIBRATE, **_TEXT)]
+ListedModel = Annotated[Model, _as_in(_CALIBRATE, **_TEXT)]
+ListedPromptId = Annotated[PromptId, _as_in(_CALIBRATE, **_TEXT)]
+ListedRubric = Annotated[Rubric, _as_in(_CALIBRATE, type=["string", "array"])]
+ListedCriteria = Annotated[Criteria, _as_in(_CALIBRATE, **_LIST)]
+ListedMethod = Annotated[Method, _as_in(_CALIBRATE, **_TEXT)]
+ListedCandidateType = Annotated[CandidateType, _as_in(_CALIBRATE, **_TEXT)]
+ListedScale = Annotated[PromptScale, _as_in(_CALIBRATE, **_OBJECT)]
+ListedSamples = Annotated[Samples, _as_in(_CALIBRATE, type="integer")]
+ListedBackground = Annotated[Background, _as_in(_CALIBRATE, type="boolean")]
+ListedPassAt = Annotated[PassAt, _as_in("certify_judge", **_NUMBER)]
+ListedHumanPassAt = Annotated[HumanPassAt, _as_in("certify_judge", **_NUMBER)]
 
 
 def calibration_links(report: Any) -> list[ResourceLink]:
@@ -188,17 +205,16 @@ def register(mcp: MCPServer[Any]) -> None:
         score_scale: PromptScale = None,
         human_scale: Annotated[HumanScale | None, Field(description=(
             "The humans' scale, to put their scores and the judge's on 0–1 for the disagreement ranking and the "
-            "confusion matrix; default: the lowest and highest human score in the dataset."))] = None,
+            "confusion matrix; default: the lowest and highest human score in the dataset."), json_schema_extra={
+            LISTED_AS: {**MIN_MAX, "description": "The humans' {min, max}; default: their lowest and highest "
+                                                  "score."}})] = None,
         samples: Samples = 1,
         background: Background = None,
         cache: UseCache = True,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(CalibrationReport)]:
-        """Run a judge over items people labelled and report how far to trust it: agreement with the humans
-        (accuracy and Cohen's kappa for pairwise; Spearman, Kendall tau and Pearson for scores), the humans'
-        own agreement as the ceiling (Krippendorff's alpha), position bias (verdicts that flip when the order
-        is swapped), length bias, a confusion matrix, the largest disagreements and a chart
-        (judge://calibrations/{id}/chart.png). Stored; get_calibration reads it back. Progress: per item."""
+        """Check how far to trust a judge, on human-labelled items: agreement (kappa; Spearman, Kendall), the humans' own as
+        ceiling, position and length bias, confusion matrix, worst disagreements, chart. Stored."""
         prepared = await _prepared(ctx, judge=judge, dataset=dataset, dataset_path=dataset_path, agent_id=agent_id,
                                    model=model, prompt_id=prompt_id, prompt_version=prompt_version, rubric=rubric,
                                    criteria=criteria, method=method, candidate_type=candidate_type,
@@ -226,36 +242,34 @@ def register(mcp: MCPServer[Any]) -> None:
     @tool_errors
     async def certify_judge(
         ctx: Context,
-        judge: Judge,
-        dataset: Dataset = None,
-        dataset_path: DatasetPath = None,
-        agent_id: AgentId = None,
-        model: Model = None,
-        prompt_id: PromptId = None,
+        judge: ListedJudge,
+        dataset: ListedDataset = None,
+        dataset_path: ListedDatasetPath = None,
+        agent_id: ListedAgentId = None,
+        model: ListedModel = None,
+        prompt_id: ListedPromptId = None,
         prompt_version: str | None = None,
-        rubric: Rubric = None,
-        criteria: Criteria = None,
-        method: Method = "direct",
-        candidate_type: CandidateType = "auto",
-        score_scale: PromptScale = None,
-        samples: Samples = 1,
+        rubric: ListedRubric = None,
+        criteria: ListedCriteria = None,
+        method: ListedMethod = "direct",
+        candidate_type: ListedCandidateType = "auto",
+        score_scale: ListedScale = None,
+        samples: ListedSamples = 1,
         threshold: Annotated[float, Field(gt=0, lt=1, description=(
-            "The bar both 95% lower bounds (TPR and TNR) must reach."))] = DEFAULT_THRESHOLD,
+            "Both 95% lower bounds must reach it."))] = DEFAULT_THRESHOLD,
         pass_at: PassAt = None,
         human_pass_at: HumanPassAt = None,
         verdicts: Annotated[list[str | float | bool] | None, Field(max_length=1_000_000, description=(
-            "An unlabelled run's verdicts (pass/fail, A/B/Tie or scores): its pass rate is corrected "
-            "(Rogan–Gladen) with this judge's TPR and TNR."))] = None,
+            "An unlabelled run's verdicts (pass/fail, A/B/Tie, scores): their pass rate corrected."))] = None,
         verdicts_fingerprint: Annotated[str | None, Field(description=(
-            "The fingerprint of the judge that gave verdicts; corrected.covered says if it is this one."))] = None,
-        background: Background = None,
+            "The fingerprint of the verdicts' judge; corrected.covered says if it is this one."))] = None,
+        background: ListedBackground = None,
         cache: UseCache = True,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(Certificate)]:
-        """Certify a binary judgement against human labels (pairwise: A is positive; scores: >= pass_at): TPR
-        and TNR with 95% Wilson intervals; certified only when both lower bounds reach threshold, else the
-        labelled positives and negatives still needed. Ties and failures are counted. The fingerprint pins
-        model, prompts, rubric, settings and samples. With verdicts: their corrected pass rate."""
+        """Certify a judge's pass/fail against human labels: TPR and TNR (pairwise: A passes; scores: >= pass_at) with
+        95% Wilson bounds; certified when both reach threshold, else the labels still needed. Other arguments
+        as in calibrate_judge."""
         app, _org, items, spec, call, policy, contexts, _ = await _prepared(
             ctx, judge=judge, dataset=dataset, dataset_path=dataset_path, agent_id=agent_id, model=model,
             prompt_id=prompt_id, prompt_version=prompt_version, rubric=rubric, criteria=criteria, method=method,
@@ -278,24 +292,23 @@ def register(mcp: MCPServer[Any]) -> None:
     async def align_judge(
         ctx: Context,
         agent_id: Annotated[str, Field(description=(
-            "The agent to improve: its system prompt judges each item (score_text, on its score_scale)."))],
-        dataset: Dataset = None,
-        dataset_path: DatasetPath = None,
-        model: Model = None,
-        pass_at: PassAt = None,
-        human_pass_at: HumanPassAt = None,
+            "The agent to improve: its system prompt judges (score_text, its score_scale)."))],
+        dataset: ListedDataset = None,
+        dataset_path: ListedDatasetPath = None,
+        model: ListedModel = None,
+        pass_at: ListedPassAt = None,
+        human_pass_at: ListedHumanPassAt = None,
         seed: Annotated[int, Field(description="The stratified train/test split's seed.")] = 0,
         test_fraction: Annotated[float, Field(gt=0, lt=1, description="Share of each class held out.")] = 0.3,
         candidates: Annotated[int, Field(ge=1, le=MAX_CANDIDATES, description=(
-            "Revisions written and tried on train; the best on train is scored on test."))] = 2,
-        background: Background = None,
+            "Revisions tried on train; the best is scored on test."))] = 2,
+        background: ListedBackground = None,
         cache: UseCache = True,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(Alignment)]:
-        """Improve an agent's judging from human labels (score_text items; optional human_critique per item):
-        a seeded stratified split; revisions written from train disagreements only, chosen on train; kept as a
-        new agent only when it beats the current judge on the held-out test items (McNemar exact p < 0.05).
-        Reports both test agreements with intervals, the p-value, cost and the diff."""
+        """Improve an agent's judging prompt from human labels (score_text items; optional human_critique): a revision
+        is kept as a new agent only when better on held-out items (McNemar p < 0.05). Other arguments as in
+        certify_judge."""
         app, org, items, spec, call, policy, contexts, agent = await _prepared(
             ctx, judge="score_text", dataset=dataset, dataset_path=dataset_path, agent_id=agent_id, model=model,
             prompt_id=None, prompt_version=None, rubric=None, criteria=None, method="direct",

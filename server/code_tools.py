@@ -22,11 +22,15 @@ from .context import ClientRoots, JuryModels, Samples, UseCache, app_of, roots_f
 from .errors import tool_errors
 from .jobs import Background, or_job, run_or_background
 from .settings import Settings
+from .startup import LISTED_AS
 
 log = logging.getLogger("judge_mcp")
 
-Root = Annotated[str | None, Field(description="The project directory (inside the allowed roots); gates run on a copy.")]
-Files = Annotated[list[SourceFile] | None, Field(description="Or the files themselves: [{path, content}].")]
+Root = Annotated[str | None, Field(description="The project directory (in the allowed roots).")]
+Files = Annotated[list[SourceFile] | None, Field(description="Or the files themselves: [{path, content}].",
+                                                 json_schema_extra={LISTED_AS: {
+                                                     "type": "array", "items": {"type": "object"},
+                                                     "description": "Or the files: [{path, content}]."}})]
 
 
 def gate_sandbox(settings: Settings) -> tuple[sandbox.Bwrap | None, str]:
@@ -86,32 +90,28 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
     @tool_errors
     async def judge_code_tool(
         ctx: Context,
-        spec: Annotated[str, Field(description="The task specification the code must meet.")],
+        spec: Annotated[str, Field(description="What the code must do.")],
         root: Root = None,
         files: Files = None,
-        diff: Annotated[str | None, Field(description="The change under review, as a unified diff.")] = None,
-        run_gates: Annotated[bool, Field(description="Run ruff, mypy and pytest on a copy of the code.")] = True,
+        diff: Annotated[str | None, Field(description="The change under review (unified diff).")] = None,
+        run_gates: Annotated[bool, Field(description="Run ruff, mypy and pytest on a copy.")] = True,
         gates: Annotated[list[str] | dict[str, list[str]] | None, Field(
-            description="Which gates to run: a list of names (lint, types, tests), or {name: [arguments]} adding "
-                        "test node ids / paths relative to the project and allowlisted options: tests (pytest) "
-                        "-k, -m, -x, -q, -v, --maxfail, --tb; lint (ruff) --select, --ignore, --extend-select, "
-                        "--line-length, --target-version; types (mypy) --strict, --check-untyped-defs, "
-                        "--disallow-untyped-defs, --disallow-incomplete-defs, --warn-unused-ignores, "
-                        "--warn-return-any, --no-implicit-optional, --python-version. The server builds the "
-                        "commands; e.g. {\"tests\": [\"-x\", \"tests/test_cart.py::test_total\"]}. "
-                        "Default: all three.")] = None,
+            description="Names (lint, types, tests), or {name: [arguments]}: test ids, relative paths, allowlisted "
+                        "flags (an error lists them), e.g. {\"tests\": [\"-x\", \"tests/test_a.py::test_b\"]}. "
+                        "Default: all.")] = None,
         model_notes: str | None = None,
         candidates: Annotated[list[list[SourceFile]] | None, Field(
-            description="Several file sets: the gates pick a winner, which is then judged.")] = None,
+            description="Several file sets: the gates pick the one judged.", json_schema_extra={LISTED_AS: {
+                "type": "array", "items": {"type": "array"},
+                "description": "Several file sets, as files: the gates pick the one judged."}})] = None,
         cache: UseCache = True,
         samples: Samples = 1,
         models: JuryModels = None,
         background: Background = False,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(CodeVerdict)]:
-        """accept / revise / reject with 8 scores, explanations and a fix plan, kept consistent with the gates.
-        Without a model backend, the gates' own verdict (status no_model). samples: the majority verdict, each
-        score's mean and spread; models: a jury. Progress: each gate, the model call."""
+        """Review code against a spec: accept / revise / reject with 8 scores and a fix plan, consistent with the gates
+        (lint, types, tests); no model: the gates' verdict."""
         app = app_of(ctx)
         chosen = parse_gates(gates)
         settings = gate_settings(app.settings)
@@ -142,13 +142,12 @@ def register(mcp: MCPServer, settings: Settings | None = None) -> None:
         fix_plan: Annotated[list[dict[str, str]] | None, Field(description="judge_code's fix_plan.")] = None,
         max_rounds: Annotated[int, Field(description="Judge/fix rounds when apply_and_rejudge (1-5).")] = 1,
         apply_and_rejudge: Annotated[bool, Field(
-            description="Apply each patch to a sandbox copy and re-run the gates; the caller's files stay as they are.")] = False,
+            description="Apply each patch to a copy and re-run the gates.")] = False,
         cache: UseCache = True,
         background: Background = False,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(ProposedPatch)]:
-        """Minimal patch ops from the seed's fixer prompt, validated against the files (one repair round).
-        Progress: each gate and each fixer call."""
+        """Propose a fix for code: minimal patch ops, validated against the files."""
         app = app_of(ctx)
         settings = gate_settings(app.settings)
         if diagnostics is None or apply_and_rejudge:

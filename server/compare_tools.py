@@ -16,6 +16,9 @@ from judges.store.agents import ScoreScale
 from .context import ClientRoots, ExpectedScore, JuryModels, Samples, UseCache, app_of, image_policy
 from .errors import tool_errors
 from .jobs import Background, or_job, run_or_background
+from .startup import LISTED_AS, MIN_MAX
+
+SCALE = "viescore: the prompt's scale; default {min: 0, max: 10}."
 
 
 def register(mcp: MCPServer) -> None:
@@ -28,16 +31,14 @@ def register(mcp: MCPServer) -> None:
                                                            "(path, data: URI, base64) or texts.")],
         input_image: Annotated[str | None, Field(description="The source image, when there is one.")] = None,
         method: Literal["pairwise", "viescore"] = "pairwise",
-        swap: Annotated[bool, Field(description="Ask in both orders at once and check the verdict agrees.")] = True,
+        swap: Annotated[bool, Field(description="Ask both orders at once; check they agree.")] = True,
         prompt_id: Annotated[str | None, Field(description="A prompt asset, e.g. "
                                                            "vlm/assessment/visual_quality/viescore@v2.")] = None,
         prompt_version: str | None = None,
         candidate_type: Annotated[Literal["auto", "image", "text"], Field(
-            description="auto: images when every candidate is a data: URI, image base64 or written as a file path "
-                        "(/, ~, ./, ../ or an image suffix); text otherwise.")] = "auto",
-        score_scale: Annotated[ScoreScale | None, Field(description=(
-            "viescore only: the scale the prompt scores on, {min, max}; default {0, 10}. A score outside it is a "
-            "typed failure out_of_range, never clamped."))] = None,
+            description="auto: images if every candidate looks like one, else text.")] = "auto",
+        score_scale: Annotated[ScoreScale | None, Field(description=SCALE, json_schema_extra={
+            LISTED_AS: {**MIN_MAX, "description": SCALE}})] = None,
         cache: UseCache = True,
         samples: Samples = 1,
         models: JuryModels = None,
@@ -45,8 +46,8 @@ def register(mcp: MCPServer) -> None:
         background: Background = False,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(CompareResult)]:
-        """Which candidate is better (pairwise: Image A / Image B / Tie / Failed, with position-swap
-        consistency), or VIEScore scores for one or two images. Progress: each order (or candidate)."""
+        """Which of two candidates (images or texts) is better, asked in both orders, or VIEScore scores for one or two
+        images."""
         app = app_of(ctx)
         check_samples(samples, app.settings.max_samples)
         call = await app.judge_call(ctx, models, samples=samples, cache=cache, background=background)

@@ -51,16 +51,14 @@ def register(mcp: MCPServer) -> None:
     async def upload_guideline(
         ctx: Context,
         agent_id: AgentId,
-        path: Annotated[str | None, Field(description="A PDF, DOCX, TXT or Markdown file inside the allowed roots.")] = None,
+        path: Annotated[str | None, Field(description="A PDF, DOCX, TXT or Markdown file in the allowed roots.")] = None,
         content_base64: Annotated[str | None, Field(description="The file's bytes in base64 (or a data: URI).")] = None,
-        text: Annotated[str | None, Field(description="Plain text or Markdown, as a string.")] = None,
+        text: Annotated[str | None, Field(description="Plain text or Markdown.")] = None,
         filename: Annotated[str | None, Field(description="Name to show; also tells Markdown from text.")] = None,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, GuidelineDocument]:
-        """Add a guideline document to an agent: parsed, chunked (1000/200), embedded and stored for retrieval.
-        The same bytes uploaded again (under any name) return the existing record with `duplicate_of` and a note,
-        and add nothing. The result links the resource
-        judge://agents/{agent_id}/documents/{id}."""
+        """Add a guideline document (PDF, DOCX, text) to an agent, for retrieval; the same bytes again return the
+        existing record (duplicate_of)."""
         app = app_of(ctx)
         roots = roots_for(ctx, client_roots)
         # Decoding 20 MB of base64 (or reading the file) takes ~0.2 s: in a worker thread, off the event loop.
@@ -89,7 +87,7 @@ def register(mcp: MCPServer) -> None:
     @store_errors
     async def delete_guideline(
         ctx: Context, agent_id: AgentId,
-        document_id: Annotated[str, Field(description="The document's id, from list_guidelines.")],
+        document_id: Annotated[str, Field(description="From list_guidelines.")],
     ) -> DeletedDocument:
         """Delete a guideline document: its chunks and its record."""
         doc = await app_of(ctx).guidelines.delete(organization_of(ctx), agent_id, document_id)
@@ -103,9 +101,9 @@ def register(mcp: MCPServer) -> None:
         query: Annotated[str, Field(description="What to look for, e.g. the brief and the generation prompt.")],
         top_k: Annotated[int | None, Field(description=f"1–{TOP_K_MAX}; default: the agent's rag_config.top_k.")] = None,
         similarity_threshold: Annotated[float | None, Field(
-            description="0–1; default: the agent's rag_config, else the server's default for its model.")] = None,
+            description="0–1; default: the agent's rag_config, else the server's.")] = None,
     ) -> ChunkList:
-        """The agent's guideline chunks most similar to the query, best first (similarity = 1 − cosine distance)."""
+        """Search an agent's guidelines: the chunks most similar to the query, best first."""
         if len(query) > MAX_QUERY_CHARS:
             raise InputError(f"query is {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,}. Search with the "
                              "words that matter, e.g. \"logo placement on dark backgrounds\"")

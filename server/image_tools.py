@@ -31,9 +31,9 @@ from .context import (
 from .errors import tool_errors
 from .jobs import Background, or_job, resource_updated, run_or_background
 
-Images = Annotated[list[str], Field(description="Each a file path (inside the allowed roots), a data: URI or raw "
-                                                "base64; PNG, JPEG, WebP or GIF.")]
-RunId = Annotated[str, Field(description="A run id from evaluate_image.")]
+Images = Annotated[list[str], Field(description="Paths (in the allowed roots), data: URIs or base64: PNG, JPEG, "
+                                                "WebP, GIF.")]
+RunId = Annotated[str, Field(description="From evaluate_image.")]
 JUDGE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
 
 
@@ -73,12 +73,12 @@ def register(mcp: MCPServer) -> None:
     @tool_errors
     async def evaluate_image(
         ctx: Context,
-        brief: Annotated[str, Field(description="What the image should show (the original brief).")],
+        brief: Annotated[str, Field(description="What the image should show.")],
         images: Images,
-        prompt: Annotated[str | None, Field(description="The prompt the images were generated from.")] = None,
-        agent_ids: Annotated[list[str] | None, Field(description="Judges to use; default: all of them.")] = None,
+        prompt: Annotated[str | None, Field(description="The images' generation prompt.")] = None,
+        agent_ids: Annotated[list[str] | None, Field(description="Default: all agents.")] = None,
         run_id: Annotated[str | None, Field(description="Continue this run (its next iteration).")] = None,
-        max_iterations: Annotated[int | None, Field(description="The run's iteration budget (default 10).")] = None,
+        max_iterations: Annotated[int | None, Field(description="The run's budget; default 10.")] = None,
         cache: UseCache = True,
         samples: Samples = 1,
         models: JuryModels = None,
@@ -86,8 +86,8 @@ def register(mcp: MCPServer) -> None:
         background: Background = False,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(ImageEvaluation)]:
-        """Score images with the judge agents (weighted), rank them, and track the run's plateau. A continued
-        run (run_id) keeps its panel of judges unless agent_ids is given. Progress: each judge × image."""
+        """Score generated images against a brief with the judge agents (weighted), rank them, track the run's plateau;
+        run_id continues a run."""
         app = app_of(ctx)
         org, policy = organization_of(ctx), image_policy(ctx, client_roots)
         check_samples(samples, app.settings.max_samples)
@@ -106,15 +106,14 @@ def register(mcp: MCPServer) -> None:
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
     @tool_errors
     async def list_runs(ctx: Context) -> RunList:
-        """This organization's evaluate_image runs, most recently updated first (at most 50); each is also the
-        resource judge://runs/{run_id}."""
+        """This organization's evaluate_image runs, newest first (at most 50)."""
         app = app_of(ctx)
         return RunList(runs=await app.store(app.images.runs.summaries, organization_of(ctx)))
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
     @tool_errors
     async def get_run(ctx: Context, run_id: RunId) -> Annotated[CallToolResult, RunReport]:
-        """A run's iterations and plateau, with a PNG chart of best and mean aggregate per iteration."""
+        """A run's iterations and plateau, with a chart."""
         app = app_of(ctx)
         report = await app.store(app.images.report, organization_of(ctx), run_id)
         png = run_chart_png(report)
@@ -131,15 +130,15 @@ def register(mcp: MCPServer) -> None:
         ctx: Context,
         brief: str,
         prompt: Annotated[str, Field(description="The current generation prompt.")],
-        run_id: Annotated[str | None, Field(description="Use the winner's evaluations from this run's last "
+        run_id: Annotated[str | None, Field(description="Or the winner's evaluations from this run's last "
                                                         "iteration.")] = None,
         evaluations: Annotated[list[dict[str, Any]] | None, Field(description=(
             "Or evaluations as evaluate_image returned them."))] = None,
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(OptimizedPrompt)]:
-        """The next generation prompt: top issues fixed by severity and weight, what worked kept, and every
-        promptInstruction included verbatim (checked). Progress: each stage."""
+        """Write the next generation prompt from evaluate_image's evaluations: top issues fixed, what worked kept, every
+        promptInstruction verbatim."""
         app = app_of(ctx)
         given = given_evaluations(evaluations)
         org, call = organization_of(ctx), await app.judge_call(ctx, cache=cache, background=background)

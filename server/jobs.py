@@ -330,17 +330,16 @@ def register(mcp: MCPServer[Any]) -> None:
     @mcp.tool(annotations=READ)
     @tool_errors
     async def get_job(ctx: Context, job_id: Annotated[str, Field(
-            description="The job_id a tool called with background=true returned.")]) -> Job:
-        """A background job: status (working, completed, failed, cancelled, interrupted), progress, the last
-        message and, when completed, the structured result the tool would have returned (or the error)."""
+            description="From a call with background=true.")]) -> Job:
+        """A background job's status, progress, last message and, once completed, its result or error."""
         jobs = runner(ctx)
         return await app_of(ctx).store(jobs.store.get, organization_of(ctx), job_id)
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
                                           open_world_hint=False))
     @tool_errors
-    async def cancel_job(ctx: Context, job_id: Annotated[str, Field(description="The job to cancel.")]) -> Job:
-        """Cancel a working background job (its work stops); a finished job is returned as it is."""
+    async def cancel_job(ctx: Context, job_id: str) -> Job:
+        """Cancel a working background job; a finished one is returned as it is."""
         return await runner(ctx).cancel(organization_of(ctx), job_id)
 
     @mcp.tool(annotations=READ)
@@ -348,9 +347,8 @@ def register(mcp: MCPServer[Any]) -> None:
     async def list_jobs(
         ctx: Context,
         status: Annotated[Literal["working", "completed", "failed", "cancelled", "interrupted"] | None, Field(
-            description="Only jobs with this status; default: all.")] = None,
+            description="Only these; default: all.")] = None,
     ) -> JobList:
-        """This organization's background jobs, newest first (at most 100), without their results (get_job
-        has them)."""
+        """This organization's background jobs, newest first (at most 100), without results."""
         jobs = runner(ctx)
         return JobList(jobs=await app_of(ctx).store(jobs.store.list, organization_of(ctx), status))

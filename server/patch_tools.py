@@ -29,22 +29,29 @@ from .startup import LISTED_AS
 PatchArg = Annotated[
     dict[str, Any] | str,
     WithJsonSchema({"anyOf": [PATCH_SCHEMA, {"type": "string", "description": (
-        "Or text: aider-style SEARCH/REPLACE blocks (a path line, <<<<<<< SEARCH, =======, >>>>>>> REPLACE) "
-        "or a unified diff; detected unless `format` says which.")}]}),
-    Field(description='{"ops": [...]} with add/remove/edit/splice ops, or SEARCH/REPLACE blocks, or a unified diff.'),
+        "Or text: SEARCH/REPLACE blocks (a path line, <<<<<<< SEARCH, =======, >>>>>>> REPLACE) or a unified "
+        "diff.")}]}),
+    Field(description='{"ops": [...]}, SEARCH/REPLACE blocks or a unified diff.'),
 ]
 # apply_patch's patch is listed short: validate_patch, always listed beside it (toolset patches), shows it whole.
 ApplyPatchArg = Annotated[PatchArg, Field(json_schema_extra={LISTED_AS: {
     "type": ["object", "string"], "description": "The patch, in any form validate_patch's patch takes."}})]
+
+
 FormatArg = Annotated[PatchFormat, Field(description="auto (detect), ops, search_replace or unified_diff.")]
 PathArg = Annotated[str | None, Field(description="File for SEARCH/REPLACE blocks that name none.")]
-ReadOnlyArg = Annotated[bool, Field(description="Also change files without write permission (kept read-only).")]
+ReadOnlyArg = Annotated[bool, Field(description="Also change read-only files (kept read-only).")]
 # A caller may raise the limits for one call, up to these ceilings (a caller's 10^9 ops kept a server busy 41 s).
 MAX_OPS_CEILING, MAX_BYTES_CEILING = 10_000, 20 * 1024 * 1024
-MaxOpsArg = Annotated[int | None, Field(ge=1, le=MAX_OPS_CEILING, description="Most ops allowed; default "
-                                        f"JUDGE_MCP_PATCH_MAX_OPS ({DEFAULT_LIMITS.max_ops}).")]
-MaxBytesArg = Annotated[int | None, Field(ge=1, le=MAX_BYTES_CEILING, description="Most bytes of patch text "
-                                          f"allowed; default JUDGE_MCP_PATCH_MAX_BYTES ({DEFAULT_LIMITS.max_bytes}).")]
+MaxOpsArg = Annotated[int | None, Field(ge=1, le=MAX_OPS_CEILING, description=(
+    f"Default {DEFAULT_LIMITS.max_ops} (JUDGE_MCP_PATCH_MAX_OPS)."))]
+MaxBytesArg = Annotated[int | None, Field(ge=1, le=MAX_BYTES_CEILING, description=(
+    f"Most patch bytes; default {DEFAULT_LIMITS.max_bytes} (JUDGE_MCP_PATCH_MAX_BYTES)."))]
+
+
+def _as_validated(**listed: Any) -> Any:
+    """An apply_patch argument listed without its description: its description says "as in validate_patch"."""
+    return Field(json_schema_extra={LISTED_AS: listed})
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
@@ -66,8 +73,8 @@ def register(mcp: MCPServer) -> None:
     async def validate_patch_tool(
         ctx: Context,
         patch: PatchArg,
-        root: Annotated[str | None, Field(description="Project directory, inside the allowed roots. With it, "
-                                                      "every op is checked against the files and the diff shown.")] = None,
+        root: Annotated[str | None, Field(description="Project directory (in the allowed roots): each op is then "
+                                                      "checked against its files, with the diff.")] = None,
         max_ops: MaxOpsArg = None,
         max_bytes: MaxBytesArg = None,
         format: FormatArg = "auto",
@@ -86,17 +93,17 @@ def register(mcp: MCPServer) -> None:
     async def apply_patch_tool(
         ctx: Context,
         patch: ApplyPatchArg,
-        root: Annotated[str, Field(description="Project directory, inside the allowed roots.")],
+        root: Annotated[str, Field(description="Project directory (in the allowed roots).")],
         dry_run: Annotated[bool, Field(description="Compute and return the diff, write nothing.")] = False,
-        max_ops: MaxOpsArg = None,
-        max_bytes: MaxBytesArg = None,
-        format: FormatArg = "auto",
-        path: PathArg = None,
-        allow_read_only: ReadOnlyArg = False,
+        max_ops: Annotated[MaxOpsArg, _as_validated(type="integer")] = None,
+        max_bytes: Annotated[MaxBytesArg, _as_validated(type="integer")] = None,
+        format: Annotated[FormatArg, _as_validated(type="string")] = "auto",
+        path: Annotated[PathArg, _as_validated(type="string")] = None,
+        allow_read_only: Annotated[ReadOnlyArg, _as_validated(type="boolean")] = False,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, ApplyReport]:
-        """Apply a patch all-or-nothing: if any op fails, no file changes. CRLF and BOMs are preserved.
-        A patch that could not be applied is an isError result (with the same fields: errors, diff)."""
+        """Write a patch all-or-nothing (no file changes if any op fails), keeping CRLF and BOMs; one that could not
+        apply is an isError result with errors and diff. Other arguments as in validate_patch."""
         ops, base, limits = await prepare(ctx, client_roots, patch, format, path, root, max_ops, max_bytes)
         assert base is not None
         report = await anyio.to_thread.run_sync(

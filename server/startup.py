@@ -213,6 +213,8 @@ def lean_schema(schema: Any) -> Any:
 # for an argument another tool of the same toolset lists in full (apply_patch's patch, as validate_patch's).
 # The server still validates against the full schema.
 LISTED_AS = "x-listed-as"
+# The short form of a {min, max} scale: an object, whose listed description names min and max.
+MIN_MAX: dict[str, Any] = {"type": "object"}
 
 
 def listed_input(schema: dict[str, Any]) -> dict[str, Any]:
@@ -221,8 +223,8 @@ def listed_input(schema: dict[str, Any]) -> dict[str, Any]:
     how a caller says null; the server still accepts an explicit null); plain-type alternatives as one type
     list; no `additionalProperties: true` (JSON Schema's default); a field declared with a short form
     (LISTED_AS) in that form; and the options many tools share
-    (server/options.py) without their description, which the server's instructions give once."""
-    from .options import LISTED, SHARED_OPTIONS
+    (server/options.py) without their description and usual default, which the server's instructions give once."""
+    from .options import LISTED, SHARED_DEFAULTS, SHARED_OPTIONS
 
     schema = _type_lists(_without_default_additional(untitled(schema)))
     required = set(schema.get("required", []))
@@ -241,7 +243,8 @@ def listed_input(schema: dict[str, Any]) -> dict[str, Any]:
         if isinstance(node, dict) and isinstance(node.get(LISTED_AS), dict):
             node = node[LISTED_AS]
         if name in SHARED_OPTIONS and node.get("description") == SHARED_OPTIONS[name]:
-            node = {k: v for k, v in node.items() if k != "description"} | (
+            usual = name in SHARED_DEFAULTS and node.get("default", ...) == SHARED_DEFAULTS[name]
+            node = {k: v for k, v in node.items() if k != "description" and not (k == "default" and usual)} | (
                 {"description": LISTED[name]} if name in LISTED else {})
         properties[name] = node
     if "properties" not in schema:
@@ -253,6 +256,12 @@ def listed_input(schema: dict[str, Any]) -> dict[str, Any]:
         if not listed["$defs"]:
             del listed["$defs"]
     return listed
+
+
+def listed_description(description: str | None) -> str | None:
+    """A tool's description as tools/list shows it: its docstring's line breaks and indentation as single
+    spaces."""
+    return None if description is None else " ".join(description.split())
 
 
 def _used_definitions(schema: dict[str, Any]) -> set[str]:

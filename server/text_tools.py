@@ -18,10 +18,10 @@ from judges.text.trajectory import Step, TrajectoryEvaluation, evaluate_trajecto
 from .context import UseCache, app_of, organization_of
 from .errors import tool_errors
 from .jobs import Background, or_job, run_or_background
+from .startup import LISTED_AS, MIN_MAX
 
 JUDGE = ToolAnnotations(read_only_hint=True, idempotent_hint=False, open_world_hint=True)
-OptionalAgent = Annotated[str | None, Field(description="An agent whose guidelines are searched for the context "
-                                                        "(the agent's rag_config decides top_k and threshold).")]
+OptionalAgent = Annotated[str | None, Field(description="An agent whose guidelines give the context.")]
 
 
 async def _agent_contexts(ctx: Context, agent_id: str | None, query: str) -> list[RagContext]:
@@ -35,24 +35,26 @@ def register(mcp: MCPServer[Any]) -> None:
     @tool_errors
     async def score_text_tool(
         ctx: Context,
-        text: Annotated[str, Field(description="The text to score.")],
+        text: str,
         rubric: Annotated[str | list[str] | None, Field(description=(
-            f"Built-in rubric(s): {', '.join(BUILTIN_RUBRICS)} (each 1–5). Give rubric or criteria."))] = None,
-        criteria: Annotated[list[Criterion] | None, Field(description="Custom criteria: [{name, description, "
-                                                                     "weight=1, scale={min: 1, max: 5}}].")] = None,
-        instruction: Annotated[str | None, Field(description="The instruction or question the text answers.")] = None,
-        reference: Annotated[str | None, Field(description="A known-correct answer to score against.")] = None,
-        context: Annotated[list[str] | None, Field(description="Passages the text should rely on.")] = None,
+            f"Built-in: {', '.join(BUILTIN_RUBRICS)} (each 1–5); or criteria."))] = None,
+        criteria: Annotated[list[Criterion] | None, Field(description="Custom criteria.", json_schema_extra={
+            LISTED_AS: {"type": "array", "items": {"type": "object", "properties": {
+                "name": {"type": "string"}, "description": {"type": "string"}, "weight": {"type": "number"},
+                "scale": MIN_MAX}, "required": ["name", "description"]}, "description": (
+                "Custom criteria: description says what low and high mean; weight (default 1; 0: not totalled); "
+                "scale {min, max}, default {1, 5}.")}})] = None,
+        instruction: Annotated[str | None, Field(description="What the text answers.")] = None,
+        reference: Annotated[str | None, Field(description="A known-correct answer.")] = None,
+        context: Annotated[list[str] | None, Field(description="Passages it should rely on.")] = None,
         agent_id: OptionalAgent = None,
         method: Annotated[Literal["direct", "g_eval"], Field(description=(
-            "g_eval: the model first writes evaluation steps for each rubric, then scores by them; a later call "
-            "reuses them from your organization's result cache (cache: false asks again)."
+            "g_eval: the model first writes evaluation steps per rubric (cached), then scores by them."
         ))] = "direct",
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(TextScore)]:
-        """Score one text per criterion on its declared scale (and 0–100), with a weighted total over the
-        criteria that scored; a criterion whose judge cannot be read is a typed failure, never a default."""
+        """Score a text on a rubric or criteria: each on its scale (and 0–100), and a weighted total."""
         sizes = app_of(ctx).settings.size_limits()
         sizes.text("text", text)
         sizes.text("instruction", instruction)
@@ -74,13 +76,13 @@ def register(mcp: MCPServer[Any]) -> None:
     async def compare_to_reference_tool(
         ctx: Context,
         text: Annotated[str, Field(description="The answer to check.")],
-        reference: Annotated[str, Field(description="The known-correct answer.")],
+        reference: str,
         instruction: Annotated[str | None, Field(description="The question both answer.")] = None,
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(ReferenceComparison)]:
-        """equivalent / partially_correct / incorrect, with what is missing or wrong. An exact or normalised
-        match (case, punctuation, articles, spaces) decides without a model call."""
+        """Check an answer against a known-correct one: equivalent / partially_correct / incorrect, with what is missing
+        or wrong."""
         sizes = app_of(ctx).settings.size_limits()
         sizes.text("text", text)
         sizes.text("reference", reference)
@@ -99,15 +101,14 @@ def register(mcp: MCPServer[Any]) -> None:
     async def rank_texts_tool(
         ctx: Context,
         instruction: Annotated[str, Field(description="The task every candidate answers.")],
-        candidates: Annotated[list[str], Field(description="Two or more texts to rank.")],
+        candidates: Annotated[list[str], Field(description="Two or more.")],
         method: Annotated[Literal["tournament", "round_robin", "score"], Field(description=(
-            "round_robin: every pair, both orders, n(n−1) calls, Bradley–Terry and Elo ratings; tournament: a "
-            "knockout, 2(n−1) calls; score: one helpfulness score each, n calls."))] = "round_robin",
+            "round_robin: all pairs both ways, n(n−1) calls, Bradley–Terry/Elo; tournament: knockout, 2(n−1); "
+            "score: n scores."))] = "round_robin",
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(Ranking)]:
-        """A full ranking with every game's record; each game asked in both orders; ties, inconsistent games
-        (position bias) and failed games reported. The planned model calls are stated before any work."""
+        """Rank texts answering one task by games asked in both orders; ties, position-biased and failed games reported."""
         app = app_of(ctx)
         sizes = app.settings.size_limits()
         sizes.text("instruction", instruction)
@@ -126,17 +127,15 @@ def register(mcp: MCPServer[Any]) -> None:
     @tool_errors
     async def evaluate_rag_answer_tool(
         ctx: Context,
-        question: Annotated[str, Field(description="The user's question.")],
-        answer: Annotated[str, Field(description="The generated answer.")],
-        contexts: Annotated[list[str] | None, Field(description="The retrieved passages. Give contexts or "
-                                                                "agent_id.")] = None,
-        agent_id: Annotated[str | None, Field(description="Take the contexts from this agent's guidelines, "
-                                                          "searched with the question.")] = None,
+        question: str,
+        answer: str,
+        contexts: Annotated[list[str] | None, Field(description="The retrieved passages; or agent_id.")] = None,
+        agent_id: Annotated[str | None, Field(description="Search this agent's guidelines for the contexts.")] = None,
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(RagEvaluation)]:
-        """Faithfulness (each claim supported, contradicted or not found, with the chunk that settles it),
-        answer relevance and context relevance: three model calls."""
+        """Judge a RAG answer: faithfulness (each claim supported, contradicted or not found), answer and context
+        relevance."""
         sizes = app_of(ctx).settings.size_limits()
         sizes.text("question", question)
         sizes.text("answer", answer)
@@ -156,16 +155,18 @@ def register(mcp: MCPServer[Any]) -> None:
     @tool_errors
     async def evaluate_trajectory_tool(
         ctx: Context,
-        goal: Annotated[str, Field(description="What the agent was asked to achieve.")],
-        steps: Annotated[list[Step], Field(description="The agent's tool calls in order: [{tool, arguments, "
-                                                       "result}].")],
-        expected_tools: Annotated[list[str] | None, Field(description="Tools the agent should call, in order "
-                                                                      "(a tool listed twice: at least twice).")] = None,
+        goal: Annotated[str, Field(description="What the agent was asked to do.")],
+        steps: Annotated[list[Step], Field(description="The agent's tool calls in order.", json_schema_extra={
+            LISTED_AS: {"type": "array", "items": {"type": "object", "properties": {
+                "tool": {"type": "string"}, "arguments": {"type": "object"}, "result": {}}, "required": ["tool"]},
+                "description": "The agent's tool calls in order; result: text or JSON."}})],
+        expected_tools: Annotated[list[str] | None, Field(description="Tools it should call, in order (twice "
+                                                                      "listed: at least twice).")] = None,
         cache: UseCache = True,
         background: Background = False,
     ) -> Annotated[CallToolResult, or_job(TrajectoryEvaluation)]:
-        """Deterministic checks first (expected tools used, order, counts; repeated calls; failed calls
-        retried), then one model call: goal reached, unnecessary steps, ignored failures."""
+        """Judge an agent's tool-call trajectory: checks (expected tools, order, counts, repeats, retries), then a model
+        call on the goal, needless steps, ignored failures."""
         sizes = app_of(ctx).settings.size_limits()
         sizes.text("goal", goal)
         sizes.items("steps", steps, "e.g. judge the trajectory in parts, or leave out steps that repeat")

@@ -20,10 +20,9 @@ def register(mcp: MCPServer) -> None:
     @tool_errors
     async def get_usage(
         ctx: Context,
-        days: Annotated[int, Field(description="How many UTC days back, today included (1-366), e.g. 7.")] = 7,
+        days: Annotated[int, Field(description="UTC days back, today included (1-366).")] = 7,
     ) -> UsageReport:
-        """Model requests, tokens and cost (USD at the configured prices) of this organization per day and model,
-        today's spend and what is left of the daily budget."""
+        """This organization's model requests, tokens and cost per day and model, and today's budget left."""
         app = app_of(ctx)
         if app.metering is None:
             raise ConfigError("usage is not recorded by this server")

@@ -60,6 +60,66 @@ def test_code_and_patches_cost_a_host_at_most_8_kb_with_apply_patch_listing_its_
     assert refused.is_error and "patch" in refused.content[0].text  # still validated against the whole schema
 
 
+def test_all_tools_cost_a_host_at_most_25_kb(tmp_path: Path) -> None:
+    running = _session(tmp_path)
+    try:
+        tools = running.run(running.client.list_tools()).tools
+    finally:
+        running.close()
+    assert len(tools) == len(TOOL_ROLES)
+    assert _shown(tools) <= 25000
+
+
+def test_certify_judge_lists_calibrate_judges_arguments_by_reference_and_still_validates_them(
+        tmp_path: Path) -> None:
+    running = _session(tmp_path)
+    try:
+        tools = {t.name: t for t in running.run(running.client.list_tools()).tools}
+        refused = running.call("certify_judge", {"judge": "score_txt", "dataset": "{}"})
+    finally:
+        running.close()
+    certify = tools["certify_judge"]
+    assert certify.description.endswith("Other arguments as in calibrate_judge.")
+    assert certify.input_schema["properties"]["judge"] == {"type": "string"}
+    assert certify.input_schema["properties"]["dataset"] == {"type": ["string", "object", "array"]}
+    assert "description" in tools["calibrate_judge"].input_schema["properties"]["dataset"]
+    assert tools["align_judge"].description.endswith("Other arguments as in certify_judge.")
+    assert refused.is_error and "judge" in refused.content[0].text and "score_text" in refused.content[0].text
+
+
+def test_apply_patch_lists_validate_patchs_options_by_reference_and_still_bounds_them(tmp_path: Path) -> None:
+    running = _session(tmp_path, JUDGE_MCP_TOOLSETS="patches")
+    try:
+        tools = {t.name: t for t in running.run(running.client.list_tools()).tools}
+        refused = running.call("apply_patch", {"root": str(tmp_path), "patch": {"ops": []}, "max_ops": 0})
+    finally:
+        running.close()
+    assert tools["apply_patch"].input_schema["properties"]["max_ops"] == {"type": "integer"}
+    assert tools["validate_patch"].input_schema["properties"]["max_ops"]["maximum"] == 10000
+    assert refused.is_error and "max_ops" in refused.content[0].text
+
+
+def test_a_shared_options_usual_default_is_stated_once_in_the_instructions(tmp_path: Path) -> None:
+    running = _session(tmp_path)
+    try:
+        tools = {t.name: t for t in running.run(running.client.list_tools()).tools}
+        instructions = running.client.instructions or ""
+    finally:
+        running.close()
+    assert tools["score_text"].input_schema["properties"]["cache"] == {"type": "boolean"}
+    assert tools["pairwise_compare"].input_schema["properties"]["samples"] == {"type": "integer"}
+    assert "cache: Default true;" in instructions and "background: Default false;" in instructions
+
+
+def test_a_tool_description_is_listed_on_one_line(tmp_path: Path) -> None:
+    running = _session(tmp_path)
+    try:
+        tools = running.run(running.client.list_tools()).tools
+    finally:
+        running.close()
+    assert [t.name for t in tools if "\n" in (t.description or "") or "  " in (t.description or "")] == []
+
+
 def test_a_tool_outside_the_toolsets_is_not_callable_and_says_how_to_enable_it(tmp_path: Path) -> None:
     running = _session(tmp_path, JUDGE_MCP_TOOLSETS="patches")
     try:
@@ -129,3 +189,24 @@ def test_a_shared_option_is_described_once_in_the_instructions_not_in_each_tool(
                 if t.input_schema["properties"].get(name, {}).get("description") == text]
     assert repeated == []  # an option with a meaning of its own (calibrate_judge's background) keeps its own words
     assert sum(name in t.input_schema["properties"] for t in tools for name in SHARED_OPTIONS) == 43  # the uses said once (certify_judge: samples, background, cache; align_judge: background, cache)
+
+
+def test_a_tool_listed_by_reference_points_to_a_tool_every_caller_who_sees_it_also_sees(tmp_path: Path) -> None:
+    """"As in X" (a tool's description or an argument's): X is in the same toolset and no caller who may list the
+    tool is refused X, so the full form is always listed beside the short one."""
+    import re
+
+    import anyio
+
+    from server.app import create_server
+    from tests.conftest import make_settings
+
+    tools = anyio.run(create_server(make_settings(tmp_path)).list_tools)
+    toolset = {tool: name for name, members in TOOLSETS.items() for tool in members}
+    references = {(t.name, named) for t in tools
+                  for named in re.findall(r"[Aa]s in (\w+)|(\w+)'s patch takes", json.dumps([t.description, t.input_schema]))
+                  for named in named if named}
+    assert {("certify_judge", "calibrate_judge"), ("align_judge", "certify_judge"), ("apply_patch", "validate_patch"),
+            ("update_agent", "create_agent")} <= references
+    assert [(tool, named) for tool, named in references
+            if toolset[named] != toolset[tool] or (TOOL_ROLES[named] == "admin" and TOOL_ROLES[tool] != "admin")] == []
