@@ -172,3 +172,19 @@ async def test_an_agent_without_guidelines_is_the_callers_error_not_an_incident(
                                                      "background": False})
     assert result.is_error and "no guideline chunk matches the question" in result.content[0].text
     assert "incident" not in result.content[0].text and fake_server.requests == []
+
+
+async def test_a_lone_surrogate_escape_in_a_dataset_is_the_callers_error_and_the_session_goes_on(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # JSONL text whose line 1 escapes half a surrogate pair: before, calibrate_judge failed as an incident and
+    # certify_judge's reply could not be encoded, ending the client's session.
+    lines = "\n".join(json.dumps(item) for item in labelled(2, 2)).replace("ITEM-0 answer", "ITEM-0 \\ud800answer")
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        for tool in ("calibrate_judge", "certify_judge"):
+            result = await c.call_tool(tool, {"judge": "score_text", "criteria": CRITERION, "dataset": lines,
+                                              "background": False})
+            assert result.is_error and result.content[0].text.endswith(
+                "line 1.text: holds a lone UTF-16 surrogate escape (\\ud800 without its pair, after 'ITEM-0 '): it is "
+                "no character and cannot be stored or sent; remove it, or write the character itself")
+        assert (await c.call_tool("list_jobs", {})).structured_content == {"jobs": []}
+    assert fake_server.requests == []
