@@ -195,7 +195,7 @@ def load_yaml(text: str, where: str) -> Any:
     ends on) or, nested, expand to billions of elements once serialised (a billion laughs)."""
     import yaml
 
-    from judges.inputs.caller_values import MAX_DEPTH
+    from judges.inputs.caller_values import MAX_DEPTH, refuse_lone_surrogates
 
     depth = 0
     for event in yaml.parse(text, Loader=yaml.SafeLoader):  # the events, read without recursion
@@ -208,7 +208,9 @@ def load_yaml(text: str, where: str) -> Any:
                                  f"{MAX_DEPTH} levels of lists and mappings)")
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
-    return yaml.safe_load(text)
+    value = yaml.safe_load(text)
+    refuse_lone_surrogates(value, where)  # "\ud800" in double quotes: no report could be written with it
+    return value
 
 
 def expectation(path: str, value: Any) -> Assertion:

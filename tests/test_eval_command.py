@@ -407,6 +407,16 @@ def test_a_suite_nested_too_deep_is_refused_naming_the_limit(tmp_path: Path, nam
     assert str(refused.value).startswith(f"suite {tmp_path / name}: nested more than 64 levels deep; ")
 
 
+def test_a_lone_surrogate_escape_in_a_yaml_suite_is_refused_naming_where(tmp_path: Path) -> None:
+    # Before, every item ran and then the reports could not be written (UnicodeEncodeError), all lost.
+    (tmp_path / "s.yaml").write_text('arguments:\n  instruction: "q\\ud800"\n')
+    with pytest.raises(InputError) as refused:
+        load_suite(tmp_path / "s.yaml")
+    assert str(refused.value) == (f"suite {tmp_path / 's.yaml'}.arguments.instruction: holds a lone UTF-16 surrogate "
+                                  "escape (\\ud800 without its pair, after 'q'): it is no character and cannot be "
+                                  "stored or sent; remove it, or write the character itself")
+
+
 @pytest.mark.e2e
 def test_a_lone_surrogate_escape_in_a_dataset_line_is_exit_2_naming_the_line(tmp_path: Path) -> None:
     # Before, the run judged the item and then failed writing its reports (UnicodeEncodeError), losing them.

@@ -113,7 +113,7 @@ def loads(text: str, what: str, *, strict: bool = True, nul: bool = False) -> An
                          f"{MAX_DEPTH} levels of objects and arrays)") from None
     check_value(value, what, nul=nul)
     if _SURROGATE_ESCAPE.search(text):  # rare: only then is the value walked for one
-        _refuse_lone_surrogate(value, what)
+        refuse_lone_surrogates(value, what)
     return value
 
 
@@ -121,8 +121,8 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _refuse_lone_surrogate(value: Any, what: str) -> None:
-    """InputError naming where a JSON text's `\\ud800`-style escape without its pair left a lone surrogate: no
+def refuse_lone_surrogates(value: Any, what: str) -> None:
+    """InputError naming where a JSON (or YAML) text's `\\ud800`-style escape without its pair left a lone surrogate: no
     encoder (the store, the tool's JSON reply, a model's request) can carry it, so it is refused here, as a NUL
     byte is, rather than failing later as an incident (or breaking the reply to the caller)."""
     stack: list[tuple[Any, tuple[Any, ...] | None]] = [(value, (None, what))]
