@@ -188,3 +188,38 @@ async def test_a_lone_surrogate_escape_in_a_dataset_is_the_callers_error_and_the
                 "no character and cannot be stored or sent; remove it, or write the character itself")
         assert (await c.call_tool("list_jobs", {})).structured_content == {"jobs": []}
     assert fake_server.requests == []
+
+
+async def test_a_certificate_where_the_judge_read_no_item_is_an_error_keeping_the_details(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before, a plain result (certified: false, tpr and tnr null) an agent loop checking isError took as a verdict.
+    fake_server.respond_with(scorer(lambda n, _: None))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        result = await c.call_tool("certify_judge", {"judge": "score_text", "criteria": CRITERION,
+                                                     "dataset": labelled(3, 3), "background": False})
+    assert result.is_error
+    assert result.content[0].text == ("No usable result: the judge gave no verdict on any labelled item (6 failed). "
+                                      "The details follow.")
+    cert = result.structured_content
+    assert (cert["tpr"], cert["tnr"], cert["failed"], cert["certified"]) == (None, None, 6, False)
+    assert [r["judge"] for r in cert["results"]] == ["failed"] * 6
+
+
+async def test_an_alignment_whose_current_judge_scored_no_training_item_is_an_error_saying_so(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before: "no change: the current judge agrees with every training item it scored", not an error.
+    fake_server.respond_with(scorer(lambda n, _: None))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        agent = (await c.call_tool("create_agent", {"name": "g", "system_prompt": "Judge it."})).structured_content
+        result = await c.call_tool("align_judge", {"agent_id": agent["id"], "dataset": labelled(3, 3),
+                                                   "background": False})
+        assert len((await c.call_tool("list_agents", {})).structured_content["agents"]) == 1
+    assert result.is_error
+    assert result.content[0].text == ("No usable result: the current judge scored no training item; it failed on 6 "
+                                      "items in all. The details follow.")
+    aligned = result.structured_content
+    assert aligned["conclusion"] == "no change: the current judge scored no training item (4 failed)"
+    assert (aligned["kept"], aligned["current"], aligned["candidates"]) == (
+        False, {"train": None, "test": None, "failed": 6}, [])
+    assert not any(WRITER in r.text() for r in fake_server.requests)
+

@@ -88,6 +88,12 @@ class Alignment(BaseModel):
     diff: str = Field(default="", description="Unified diff of the judge's instructions, current to revised.")
     usage: Usage = Field(default_factory=Usage)
 
+    def no_result(self) -> str | None:
+        """Why nothing could be compared (the current judge scored no training item), or None."""
+        if self.current.train is None and self.current.failed:
+            return f"the current judge scored no training item; it failed on {self.current.failed} items in all"
+        return None
+
 
 def agent_criterion(text: str, scale: tuple[float, float]) -> Criterion:
     """An agent's system prompt as the one criterion score_text judges by, on the agent's scale."""
@@ -228,7 +234,8 @@ async def align(client: ModelClient, text: str, scale: tuple[float, float], item
                 train_ids=[i.id for i in train], test_ids=[i.id for i in test], candidates=tried, chosen=chosen)
     current_agreement = JudgeAgreement(train=cur_rate, test=cur_test_rate, failed=cur_failed + cur_test_failed)
     if chosen is None:
-        why = ("the current judge agrees with every training item it scored: nothing to revise" if not wrong
+        why = (f"the current judge scored no training item ({cur_failed} failed)" if cur_rate is None
+               else "the current judge agrees with every training item it scored: nothing to revise" if not wrong
                else "no candidate revision could be read")
         return Alignment(kept=False, conclusion=f"no change: {why}", current=current_agreement, revised=None,
                          usage=usage, **base)  # type: ignore[arg-type]
