@@ -14,6 +14,7 @@ import pytest
 from judges.calibration import stats
 from judges.calibration.align import split
 from tests.fake_model_server import FakeModelServer, Recorded, Scripted
+from tests.mcp_helpers import call
 from tests.test_calibration_as_used import wait_job
 from tests.test_text_tools_as_used import judge_mcp
 
@@ -223,3 +224,23 @@ async def test_an_alignment_whose_current_judge_scored_no_training_item_is_an_er
         False, {"train": None, "test": None, "failed": 6}, [])
     assert not any(WRITER in r.text() for r in fake_server.requests)
 
+
+
+async def test_a_text_labelled_twice_never_reaches_the_writer_when_one_copy_is_a_test_item(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Each text twice (ITEM-n and COPY-n): before, the split could put one copy on train, the other on test.
+    items = labelled(5, 5) + [{**item, "id": item["id"].replace("ITEM", "COPY")} for item in labelled(5, 5)]
+
+    def respond(rec: Recorded) -> Scripted:
+        if WRITER in rec.text():
+            return Scripted(text=json.dumps({"instructions": "REVISED: pass right answers.", "rationale": "r"}))
+        return scorer(lambda n, _: (n < 5) != (n % 3 == 0), top=100)(rec)
+
+    fake_server.respond_with(respond)
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        agent = (await c.call_tool("create_agent", {"name": "g", "system_prompt": "CURRENT."})).structured_content
+        report = await call(c, "align_judge", agent_id=agent["id"], dataset=items, background=False)
+    test = {i.split("-")[1] for i in report["test_ids"]}
+    assert {i.split("-")[1] for i in report["train_ids"]}.isdisjoint(test) and len(report["test_ids"]) == 2 * len(test)
+    writers = [r.text() for r in fake_server.requests if WRITER in r.text()]
+    assert len(writers) == 2 and not any(f"ITEM-{n} answer" in w for n in test for w in writers)
