@@ -195,10 +195,22 @@ def load_yaml(text: str, where: str) -> Any:
     ends on) or, nested, expand to billions of elements once serialised (a billion laughs)."""
     import yaml
 
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+    from judges.inputs.caller_values import MAX_DEPTH, refuse_lone_surrogates
+
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):  # the events, read without recursion
         if isinstance(event, yaml.AliasEvent):
             raise InputError(f"{where}: YAML aliases (*name) are not supported; write the value out")
-    return yaml.safe_load(text)
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:  # yaml's composer recurses per level: a deeper one ends in a RecursionError
+                raise InputError(f"{where}: nested more than {MAX_DEPTH} levels deep; write it flatter (at most "
+                                 f"{MAX_DEPTH} levels of lists and mappings)")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    value = yaml.safe_load(text)
+    refuse_lone_surrogates(value, where)  # "\ud800" in double quotes: no report could be written with it
+    return value
 
 
 def expectation(path: str, value: Any) -> Assertion:
@@ -226,9 +238,12 @@ def load_suite(path: Path) -> Suite:
     """A YAML (.yaml, .yml) or JSON suite file, refused with what is wrong."""
     import yaml
 
+    from judges.inputs.caller_values import loads
+
     text = _read(path, "suite")
     try:
-        data = load_yaml(text, f"suite {path}") if path.suffix.lower() in (".yaml", ".yml") else json.loads(text)
+        data = load_yaml(text, f"suite {path}") if path.suffix.lower() in (".yaml", ".yml") else \
+            loads(text, f"suite {path}")
     except InputError:
         raise
     except (yaml.YAMLError, ValueError) as exc:

@@ -200,6 +200,20 @@ def test_json_text_too_deep_for_the_parser_is_an_input_error() -> None:
         caller_values.loads("{\"a\":" * 100_000 + "1" + "}" * 100_000, "analysis")
 
 
+def test_a_lone_surrogate_escape_in_json_text_is_an_input_error() -> None:
+    # "\ud800" alone decodes to no character: no encoder (SQLite, the JSON reply, a model's request) can send it.
+    with pytest.raises(InputError) as refused:
+        caller_values.loads('{"id": "q1", "text": "caf\\udc80 menu"}', "dataset line 3")
+    assert str(refused.value) == ("dataset line 3.text: holds a lone UTF-16 surrogate escape (\\udc80 without its "
+                                  "pair, after 'caf'): it is no character and cannot be stored or sent; remove "
+                                  "it, or write the character itself")
+
+
+def test_a_surrogate_pair_escape_reads_as_its_character() -> None:
+    assert caller_values.loads('{"text": "\\ud83d\\ude00 and \\\\ud800"}', "dataset line 1") == \
+        {"text": "\U0001f600 and \\ud800"}
+
+
 # --- templates render sandboxed ---------------------------------------------------------------------------------
 
 def test_a_template_cannot_reach_python_internals(tmp_path: Path) -> None:

@@ -67,6 +67,18 @@ def test_the_split_is_stratified_seeded_and_disjoint() -> None:
     assert split(classes, seed=8, test_fraction=0.3) != (train, test)  # type: ignore[arg-type]
 
 
+def test_copies_of_one_item_fall_on_the_same_side_of_the_split() -> None:
+    # Items 0, 7 and 12 are one text judged thrice; without the keys, seed 3 puts them on both sides.
+    classes = ["pass"] * 10 + ["fail"] * 10
+    apart = split(classes, seed=3, test_fraction=0.3)  # type: ignore[arg-type]
+    assert {0, 7, 12} & set(apart[0]) and {0, 7, 12} & set(apart[1])
+    same = ["copy" if i in (0, 7, 12) else f"item {i}" for i in range(20)]
+    train, test = split(classes, seed=3, test_fraction=0.3, same=same)  # type: ignore[arg-type]
+    assert sorted(train + test) == list(range(20))
+    assert {0, 7, 12} <= set(train) or {0, 7, 12} <= set(test)
+    assert split(classes, seed=3, test_fraction=0.3, same=list(range(20))) == apart  # type: ignore[arg-type]
+
+
 def pairs(winners: list[tuple[str, str | None]]) -> tuple[list[Item], list[Judged]]:
     items = [Item(id=str(i), inputs={"instruction": "x", "candidates": ["a", "b"]}, winners=[human])
              for i, (human, _) in enumerate(winners)]

@@ -14,6 +14,7 @@ import pytest
 from judges.calibration import stats
 from judges.calibration.align import split
 from tests.fake_model_server import FakeModelServer, Recorded, Scripted
+from tests.mcp_helpers import call
 from tests.test_calibration_as_used import wait_job
 from tests.test_text_tools_as_used import judge_mcp
 
@@ -172,3 +173,74 @@ async def test_an_agent_without_guidelines_is_the_callers_error_not_an_incident(
                                                      "background": False})
     assert result.is_error and "no guideline chunk matches the question" in result.content[0].text
     assert "incident" not in result.content[0].text and fake_server.requests == []
+
+
+async def test_a_lone_surrogate_escape_in_a_dataset_is_the_callers_error_and_the_session_goes_on(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # JSONL text whose line 1 escapes half a surrogate pair: before, calibrate_judge failed as an incident and
+    # certify_judge's reply could not be encoded, ending the client's session.
+    lines = "\n".join(json.dumps(item) for item in labelled(2, 2)).replace("ITEM-0 answer", "ITEM-0 \\ud800answer")
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        for tool in ("calibrate_judge", "certify_judge"):
+            result = await c.call_tool(tool, {"judge": "score_text", "criteria": CRITERION, "dataset": lines,
+                                              "background": False})
+            assert result.is_error and result.content[0].text.endswith(
+                "line 1.text: holds a lone UTF-16 surrogate escape (\\ud800 without its pair, after 'ITEM-0 '): it is "
+                "no character and cannot be stored or sent; remove it, or write the character itself")
+        assert (await c.call_tool("list_jobs", {})).structured_content == {"jobs": []}
+    assert fake_server.requests == []
+
+
+async def test_a_certificate_where_the_judge_read_no_item_is_an_error_keeping_the_details(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before, a plain result (certified: false, tpr and tnr null) an agent loop checking isError took as a verdict.
+    fake_server.respond_with(scorer(lambda n, _: None))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        result = await c.call_tool("certify_judge", {"judge": "score_text", "criteria": CRITERION,
+                                                     "dataset": labelled(3, 3), "background": False})
+    assert result.is_error
+    assert result.content[0].text == ("No usable result: the judge gave no verdict on any labelled item (6 failed). "
+                                      "The details follow.")
+    cert = result.structured_content
+    assert (cert["tpr"], cert["tnr"], cert["failed"], cert["certified"]) == (None, None, 6, False)
+    assert [r["judge"] for r in cert["results"]] == ["failed"] * 6
+
+
+async def test_an_alignment_whose_current_judge_scored_no_training_item_is_an_error_saying_so(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before: "no change: the current judge agrees with every training item it scored", not an error.
+    fake_server.respond_with(scorer(lambda n, _: None))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        agent = (await c.call_tool("create_agent", {"name": "g", "system_prompt": "Judge it."})).structured_content
+        result = await c.call_tool("align_judge", {"agent_id": agent["id"], "dataset": labelled(3, 3),
+                                                   "background": False})
+        assert len((await c.call_tool("list_agents", {})).structured_content["agents"]) == 1
+    assert result.is_error
+    assert result.content[0].text == ("No usable result: the current judge scored no training item; it failed on 6 "
+                                      "items in all. The details follow.")
+    aligned = result.structured_content
+    assert aligned["conclusion"] == "no change: the current judge scored no training item (4 failed)"
+    assert (aligned["kept"], aligned["current"], aligned["candidates"]) == (
+        False, {"train": None, "test": None, "failed": 6}, [])
+    assert not any(WRITER in r.text() for r in fake_server.requests)
+
+
+
+async def test_a_text_labelled_twice_never_reaches_the_writer_when_one_copy_is_a_test_item(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Each text twice (ITEM-n and COPY-n): before, the split could put one copy on train, the other on test.
+    items = labelled(5, 5) + [{**item, "id": item["id"].replace("ITEM", "COPY")} for item in labelled(5, 5)]
+
+    def respond(rec: Recorded) -> Scripted:
+        if WRITER in rec.text():
+            return Scripted(text=json.dumps({"instructions": "REVISED: pass right answers.", "rationale": "r"}))
+        return scorer(lambda n, _: (n < 5) != (n % 3 == 0), top=100)(rec)
+
+    fake_server.respond_with(respond)
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        agent = (await c.call_tool("create_agent", {"name": "g", "system_prompt": "CURRENT."})).structured_content
+        report = await call(c, "align_judge", agent_id=agent["id"], dataset=items, background=False)
+    test = {i.split("-")[1] for i in report["test_ids"]}
+    assert {i.split("-")[1] for i in report["train_ids"]}.isdisjoint(test) and len(report["test_ids"]) == 2 * len(test)
+    writers = [r.text() for r in fake_server.requests if WRITER in r.text()]
+    assert len(writers) == 2 and not any(f"ITEM-{n} answer" in w for n in test for w in writers)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import time
 import uuid
@@ -202,3 +203,19 @@ def test_a_project_over_the_gate_settings_file_cap_is_refused(tmp_path: Path) ->
         assert sorted(p.name for p in box.iterdir()) == ["a.py", "b.py", "c.py"]
     finally:
         shutil.rmtree(box)
+
+
+@pytest.mark.e2e
+async def test_a_file_name_that_is_not_utf8_is_left_out_of_the_sandbox_and_the_server_keeps_serving(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before, the name's undecodable byte (a lone surrogate in Python) reached the result: the stdio server died.
+    from tests.test_text_tools_as_used import judge_mcp
+
+    project = make_project(tmp_path / "home" / "shop-project")
+    (project / "shop").joinpath(os.fsdecode(b"old\xff.py")).write_text("import sys\n")
+    fake_server.respond_with(lambda rec: Scripted(text=json.dumps(VERDICT)))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        result = await call(c, "judge_code", spec="cart totals", root=str(project))
+        assert (await c.call_tool("list_jobs", {})).structured_content == {"jobs": []}
+    assert result["signals"]["lintErrors"] == ["shop/cart.py:1:8: F401 `os` imported but unused"]
+

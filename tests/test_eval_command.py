@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from judges.errors import InputError
-from server.eval import judge_failures, load_suite, parse_assertion
+from server.eval import EXAMPLE_LINE, judge_failures, load_suite, parse_assertion
 from tests.fake_model_server import FakeModelServer, Recorded, Scripted
 from tests.mcp_helpers import JUDGE_MCP, server_env
 
@@ -395,6 +395,40 @@ def test_a_yaml_alias_in_a_suite_is_refused_before_it_can_expand(tmp_path: Path)
     with pytest.raises(InputError) as refused:
         load_suite(tmp_path / "s.yaml")
     assert str(refused.value) == f"suite {tmp_path / 's.yaml'}: YAML aliases (*name) are not supported; write the value out"
+
+
+@pytest.mark.parametrize("name, text", [("s.yaml", "assert: " + "[" * 5000 + "]" * 5000 + "\n"),
+                                        ("s.json", '{"assert": ' + "[" * 5000 + "]" * 5000 + "}")])
+def test_a_suite_nested_too_deep_is_refused_naming_the_limit(tmp_path: Path, name: str, text: str) -> None:
+    # Before, a RecursionError's traceback (exit 1) instead of the one line and exit 2.
+    (tmp_path / name).write_text(text)
+    with pytest.raises(InputError) as refused:
+        load_suite(tmp_path / name)
+    assert str(refused.value).startswith(f"suite {tmp_path / name}: nested more than 64 levels deep; ")
+
+
+def test_a_lone_surrogate_escape_in_a_yaml_suite_is_refused_naming_where(tmp_path: Path) -> None:
+    # Before, every item ran and then the reports could not be written (UnicodeEncodeError), all lost.
+    (tmp_path / "s.yaml").write_text('arguments:\n  instruction: "q\\ud800"\n')
+    with pytest.raises(InputError) as refused:
+        load_suite(tmp_path / "s.yaml")
+    assert str(refused.value) == (f"suite {tmp_path / 's.yaml'}.arguments.instruction: holds a lone UTF-16 surrogate "
+                                  "escape (\\ud800 without its pair, after 'q'): it is no character and cannot be "
+                                  "stored or sent; remove it, or write the character itself")
+
+
+@pytest.mark.e2e
+def test_a_lone_surrogate_escape_in_a_dataset_line_is_exit_2_naming_the_line(tmp_path: Path) -> None:
+    # Before, the run judged the item and then failed writing its reports (UnicodeEncodeError), losing them.
+    data = dataset(tmp_path / "home" / "answers.jsonl", 1)
+    data.write_text(data.read_text() + '{"id": "x\\udfff", "text": "a", "instruction": "b"}\n')
+    done = judge_eval(server_env(tmp_path / "home", JUDGE_MCP_MODEL="demo"), "score_text", data,
+                      "--json", tmp_path / "r.json")
+    assert done.returncode == 2
+    assert done.stderr == (f"judge-mcp eval: dataset {data} line 2.id: holds a lone UTF-16 surrogate escape "
+                           "(\\udfff without its pair, after 'x'): it is no character and cannot be stored or sent; "
+                           "remove it, or write the character itself; each line is one JSON object, e.g. "
+                           + EXAMPLE_LINE + "\n")
 
 
 def test_a_self_referring_assertion_value_is_refused() -> None:

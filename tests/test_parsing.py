@@ -37,6 +37,15 @@ def test_plain_json_is_parsed() -> None:
     assert parse_json_output('{"score": 5}', Plain) == Plain(score=5)
 
 
+def test_a_lone_surrogate_escape_in_a_reply_reads_as_the_replacement_character() -> None:
+    assert json_candidates('{"reasoning": "a \\ud800 b \\udc00", "\\udfffk": 1}') == \
+        [{"reasoning": "a \ufffd b \ufffd", "\ufffdk": 1}]
+
+
+def test_a_surrogate_pair_escape_in_a_reply_reads_as_its_character() -> None:
+    assert json_candidates('Here: {"reasoning": "\\ud83d\\ude00"} done') == [{"reasoning": "\U0001f600"}]
+
+
 def test_code_fence_is_stripped() -> None:
     assert parse_json_output('```json\n{"score": 6}\n```', Plain) == Plain(score=6)
 

@@ -66,6 +66,28 @@ async def test_score_text_with_an_unreadable_judge_is_a_typed_failure(tmp_path: 
     assert only["failure"]["raw"] == "I think it is quite good overall."
 
 
+async def test_a_judge_reply_escaping_half_a_surrogate_pair_is_read_and_the_server_keeps_serving(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before, the reply's lone surrogate reached the tool result, which could not be encoded: the stdio server died.
+    fake_server.respond_with(answer(lambda t: '{"reasoning": "fine \\ud800 enough", "score": 4}'))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        result = await call(c, "score_text", text="Hello", rubric="helpfulness")
+        assert (await c.call_tool("list_jobs", {})).structured_content == {"jobs": []}
+    (only,) = result["criteria"]
+    assert (only["score"], only["reasoning"]) == (4.0, "fine \ufffd enough")
+
+
+async def test_a_judge_reply_text_holding_a_lone_surrogate_keeps_its_raw_text_and_the_server_keeps_serving(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # The API's JSON body escapes it (json.dumps), so the SDK's reply text holds a lone surrogate itself.
+    fake_server.respond_with(lambda rec: Scripted(text="I cannot \udfff say."))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        said, result = await no_result(c, "score_text", text="Hello", rubric="helpfulness")
+        assert (await c.call_tool("list_jobs", {})).structured_content == {"jobs": []}
+    assert said == "No usable result: no criterion was scored (1 failed). The details follow."
+    assert result["criteria"][0]["failure"]["raw"] == "I cannot \ufffd say."
+
+
 async def test_score_text_with_an_agent_scores_faithfulness_against_its_guidelines(
         tmp_path: Path, fake_server: FakeModelServer) -> None:
     guideline = "Customers may return unused products within 30 days of delivery."

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import anyio
@@ -89,25 +89,38 @@ class Alignment(BaseModel):
     diff: str = Field(default="", description="Unified diff of the judge's instructions, current to revised.")
     usage: Usage = Field(default_factory=Usage)
 
+    def no_result(self) -> str | None:
+        """Why nothing could be compared (the current judge scored no training item), or None."""
+        if self.current.train is None and self.current.failed:
+            return f"the current judge scored no training item; it failed on {self.current.failed} items in all"
+        return None
+
 
 def agent_criterion(text: str, scale: tuple[float, float]) -> Criterion:
     """An agent's system prompt as the one criterion score_text judges by, on the agent's scale."""
     return Criterion(name="verdict", description=text, scale=Scale(min=scale[0], max=scale[1]))
 
 
-def split(classes: Sequence[Outcome], seed: int, test_fraction: float) -> tuple[list[int], list[int]]:
+def split(classes: Sequence[Outcome], seed: int, test_fraction: float,
+          same: Sequence[Hashable] | None = None) -> tuple[list[int], list[int]]:
     """Item indices (train, test): within each human class the same share goes to test (at least one item of a
-    class with two or more), drawn with `seed`."""
+    class with two or more), drawn with `seed`. Items with equal `same` keys (the same text judged twice) go
+    to the same side, with the class of the first: a test item's text never reaches the writer through its
+    copy on train."""
     rng = random.Random(seed)
+    keys = list(range(len(classes))) if same is None else list(same)
+    copies: dict[Hashable, list[int]] = {}
+    for i, key in enumerate(keys):
+        copies.setdefault(key, []).append(i)
     train: list[int] = []
     test: list[int] = []
     for label in ("pass", "fail"):
-        members = [i for i, c in enumerate(classes) if c == label]
+        members = [group[0] for group in copies.values() if classes[group[0]] == label]
         rng.shuffle(members)
         k = round(len(members) * test_fraction)
         k = max(1, k) if len(members) >= 2 else 0
-        test += members[:k]
-        train += members[k:]
+        test += [i for first in members[:k] for i in copies[keys[first]]]
+        train += [i for first in members[k:] for i in copies[keys[first]]]
     return sorted(train), sorted(test)
 
 
@@ -167,7 +180,8 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
     check_align(items, test_fraction, candidates)
     current = JudgeSpec(judge="score_text", criteria=[agent_criterion(text, scale)])
     truth = [human_class(i, current, human_pass_at) for i in items]
-    train_i, test_i = split(truth, seed, test_fraction)
+    train_i, test_i = split(truth, seed, test_fraction,
+                            [(i.inputs["text"], i.inputs.get("instruction") or "") for i in items])
     if not train_i or not test_i:
         raise InputError("dataset: the split left no training or no test items; give at least two labelled items "
                          "of each class (pass and fail)")
@@ -232,7 +246,8 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
                 train_ids=[i.id for i in train], test_ids=[i.id for i in test], candidates=tried, chosen=chosen)
     current_agreement = JudgeAgreement(train=cur_rate, test=cur_test_rate, failed=cur_failed + cur_test_failed)
     if chosen is None:
-        why = ("the current judge agrees with every training item it scored: nothing to revise" if not wrong
+        why = (f"the current judge scored no training item ({cur_failed} failed)" if cur_rate is None
+               else "the current judge agrees with every training item it scored: nothing to revise" if not wrong
                else "no candidate revision could be read")
         return Alignment(kept=False, conclusion=f"no change: {why}", current=current_agreement, revised=None,
                          usage=usage, **base)  # type: ignore[arg-type]

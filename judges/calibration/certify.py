@@ -82,6 +82,12 @@ class Certificate(BaseModel):
     results: list[ItemOutcome]
     usage: Usage = Field(default_factory=Usage)
 
+    def no_result(self) -> str | None:
+        """Why this certificate rests on nothing (the judge gave no verdict on any labelled item), or None."""
+        if self.tpr is None and self.tnr is None and self.failed:
+            return f"the judge gave no verdict on any labelled item ({self.failed} failed)"
+        return None
+
 
 def _hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

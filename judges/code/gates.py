@@ -118,9 +118,20 @@ def sandbox_from(root: str | Path | None, files: Sequence[SourceFile] | None, al
     return box
 
 
+def _utf8(name: str) -> bool:
+    """A file name as the file system gave it is text only when its bytes were UTF-8 (otherwise Python holds the
+    undecodable bytes as lone surrogates, which no JSON reply or model request can encode)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def copy_tree(source: Path, box: Path, settings: GateSettings | None = None) -> None:
     """Copy the regular files under `source` (resolved once) into `box`, reading only through
-    directory fds that never follow a symlink: a directory swapped for a link mid-copy is skipped."""
+    directory fds that never follow a symlink: a directory swapped for a link mid-copy is skipped, and so is a
+    name that is not UTF-8."""
     counts = [0, 0]
     limits = settings or GateSettings()
 
@@ -130,6 +141,8 @@ def copy_tree(source: Path, box: Path, settings: GateSettings | None = None) -> 
             listed = sorted((e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
                             for e in entries)
         for name, is_dir, is_file in listed:
+            if not _utf8(name):
+                continue  # a name no prompt or tool result can carry
             if is_dir:
                 if name in SKIP_DIRS:
                     continue

@@ -10,6 +10,7 @@ limit, and its result is then checked the same way.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from judges.errors import InputError
@@ -111,4 +112,33 @@ def loads(text: str, what: str, *, strict: bool = True, nul: bool = False) -> An
         raise InputError(f"{what}: nested more than {MAX_DEPTH} levels deep; send flatter JSON (at most "
                          f"{MAX_DEPTH} levels of objects and arrays)") from None
     check_value(value, what, nul=nul)
+    if _SURROGATE_ESCAPE.search(text):  # rare: only then is the value walked for one
+        refuse_lone_surrogates(value, what)
     return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def refuse_lone_surrogates(value: Any, what: str) -> None:
+    """InputError naming where a JSON (or YAML) text's `\\ud800`-style escape without its pair left a lone surrogate: no
+    encoder (the store, the tool's JSON reply, a model's request) can carry it, so it is refused here, as a NUL
+    byte is, rather than failing later as an incident (or breaking the reply to the caller)."""
+    stack: list[tuple[Any, tuple[Any, ...] | None]] = [(value, (None, what))]
+    while stack:  # an explicit stack: loads has checked the depth, but no recursion is needed
+        item, where = stack.pop()
+        if isinstance(item, str):
+            found = _SURROGATE.search(item)
+            if found is not None:
+                raise InputError(f"{_path(where)}: holds a lone UTF-16 surrogate escape (\\u{ord(found.group()):04x} "
+                                 f"without its pair, after {item[:found.start()][-40:]!r}): it is no character and "
+                                 "cannot be stored or sent; remove it, or write the character itself")
+        elif isinstance(item, dict):
+            for key, child in reversed(item.items()):
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    raise InputError(f"{_path(where)}: the key {key!r} holds a lone UTF-16 surrogate escape; "
+                                     "remove it, or write the character itself")
+                stack.append((child, (where, key)))
+        elif isinstance(item, list):
+            stack.extend((child, (where, i)) for i, child in reversed(list(enumerate(item))))

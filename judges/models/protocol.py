@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, Field, computed_field, field_validator
+
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class TextPart(BaseModel):
@@ -114,6 +117,13 @@ class ModelReply(BaseModel):
     requests: int = Field(default=1, description="HTTP requests this reply took (format fallbacks, retries).")
     cached: bool = Field(default=False, description="Answered from the result cache (then requests is 0).")
     logprobs: list[TokenLogprob] | None = Field(default=None, description="Per output token, when asked and given.")
+
+    @field_validator("text")
+    @classmethod
+    def _encodable(cls, text: str) -> str:
+        """A lone surrogate (an API's JSON body may escape one, `\\ud800`, in the reply text) as U+FFFD: no store,
+        tool result or transport can encode it, and one in a reply kept as `raw` ended the stdio server."""
+        return LONE_SURROGATE.sub("\ufffd", text) if LONE_SURROGATE.search(text) else text
 
 
 @runtime_checkable

@@ -16,7 +16,15 @@ from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, Valida
 from pydantic.alias_generators import to_camel, to_pascal
 
 from judges.errors import BackendError, BudgetError, FailureKind, JudgeError, JudgeFailure
-from judges.models.protocol import Message, ModelClient, ModelReply, ModelRequest, TokenLogprob, Usage
+from judges.models.protocol import (
+    LONE_SURROGATE,
+    Message,
+    ModelClient,
+    ModelReply,
+    ModelRequest,
+    TokenLogprob,
+    Usage,
+)
 
 
 def _aliases(name: str) -> AliasChoices:
@@ -72,8 +80,33 @@ REFUSAL = re.compile(
 MAX_REPLY_CHARS = 400_000
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
 def json_candidates(text: str) -> list[Any]:
-    """Every top-level JSON object in `text`, in order: whole text, fenced blocks, or embedded in prose."""
+    """Every top-level JSON object in `text`, in order: whole text, fenced blocks, or embedded in prose. A lone
+    surrogate a reply's escape decodes to (`"\\ud800"` without its pair) reads as U+FFFD: the verdict is kept,
+    and no tool result holds a character no encoder can write."""
+    found = _json_candidates(text)
+    if not _SURROGATE_ESCAPE.search(text):
+        return found
+    try:
+        return [_encodable(v) for v in found]
+    except RecursionError:  # nested as deep as the parser goes, and holding one: no verdict
+        return []
+
+
+def _encodable(value: Any) -> Any:
+    if isinstance(value, str):
+        return LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_encodable(v) for v in value]
+    return value
+
+
+def _json_candidates(text: str) -> list[Any]:
     text = text[:MAX_REPLY_CHARS]
     stripped = text.strip()
     for attempt in (stripped, _TRAILING_COMMA.sub(r"\1", stripped)):
@@ -84,7 +117,7 @@ def json_candidates(text: str) -> list[Any]:
         return [value]
     found: list[Any] = []
     for block in _FENCE.findall(text):
-        found.extend(json_candidates(block) if block.strip() != stripped else [])
+        found.extend(_json_candidates(block) if block.strip() != stripped else [])
     if found:
         return found
     decoder = json.JSONDecoder(strict=False)  # raw newlines inside strings, as small models write them
