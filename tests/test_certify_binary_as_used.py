@@ -130,3 +130,24 @@ async def test_a_judge_code_label_other_than_accept_or_reject_is_refused_with_it
     assert result.is_error and "dataset line 3: a human verdict is accept or reject (got 'pass')" in \
         result.content[0].text
     assert fake_server.requests == []
+
+
+async def test_a_judge_code_file_path_leaving_its_sandbox_is_the_callers_error(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    items = code_items(2, 2)
+    items[1]["files"] = [{"path": "../../escaped.py", "content": "x = 1\n"}]
+    fake_server.respond_with(scripted(lambda n: code_verdict("accept")))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        result = await c.call_tool("certify_judge", {"judge": "judge_code", "dataset": items, "background": False})
+    assert result.is_error and "../../escaped.py" in result.content[0].text
+    assert "incident" not in result.content[0].text
+    assert not list(Path("/tmp").glob("escaped.py")) and not (tmp_path / "escaped.py").exists()
+
+
+async def test_a_category_for_another_judge_is_refused(tmp_path: Path, fake_server: FakeModelServer) -> None:
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        result = await c.call_tool("certify_judge", {"judge": "judge_code", "category": "general_quality",
+                                                     "dataset": code_items(2, 2)})
+    assert result.is_error and result.content[0].text.endswith(
+        "category: only for judge evaluate_analysis (the LLM category certified); leave it out")
+    assert fake_server.requests == []
