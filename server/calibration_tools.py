@@ -11,6 +11,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ResourceLink, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from judges.analysis.judge import BUILTIN, load_category
 from judges.calibration.align import MAX_CANDIDATES, Alignment, agent_criterion, align, check_align
 from judges.calibration.certify import (
     DEFAULT_THRESHOLD,
@@ -22,7 +23,7 @@ from judges.calibration.certify import (
     default_pass_at,
 )
 from judges.calibration.chart import calibration_chart
-from judges.calibration.core import CalibrationReport, Contexts, JudgeSpec, calibrate, check_spec
+from judges.calibration.core import CalibrationReport, Contexts, JudgeEnv, JudgeSpec, calibrate, check_spec
 from judges.calibration.dataset import Item, JudgeName, parse_dataset
 from judges.calibration.store import CalibrationStore
 from judges.call import JudgeCall
@@ -34,6 +35,7 @@ from judges.store.agents import Agent, ScoreScale
 from judges.text.rag import guideline_contexts
 from judges.text.scoring import Criterion, resolve_criteria
 
+from .code_tools import check_gates_may_run, gate_settings
 from .context import ClientRoots, UseCache, app_of, image_policy, organization_of, roots_for
 from .errors import tool_errors
 from .jobs import or_job, run_or_background
@@ -53,9 +55,11 @@ Dataset = Annotated[str | dict[str, Any] | list[dict[str, Any]] | None, Field(de
     "JSONL or a JSON list: each item the judge's inputs plus human_score(s) (null: missing) or "
     "human_winner(s) (A, B, Tie); optional id."))]
 DatasetPath = Annotated[str | None, Field(description="Or a JSONL file in the allowed roots.")]
+CertifyJudge = Annotated[Literal["pairwise_compare", "score_text", "viescore", "judge_code", "evaluate_analysis"],
+                         Field(description="calibrate_judge's, judge_code (accept passes) or evaluate_analysis; items: "
+                                                     "human_verdict.")]
 AgentId = Annotated[str | None, Field(description=(
-    "Its model judges; score_text: its guidelines give context, or (no rubric or criteria) its system "
-    "prompt is the criterion."))]
+    "Its model judges; score_text: its guidelines as context, else (no rubric) its prompt as criterion."))]
 Model = Annotated[str | None, Field(description="The model to check; default: the agent's, else the server's.")]
 PromptId = Annotated[str | None, Field(description="pairwise_compare/viescore: the prompt asset.")]
 Rubric = Annotated[str | list[str] | None, Field(description="score_text: its rubric(s).")]
@@ -72,9 +76,9 @@ Samples = Annotated[int, Field(ge=1, description=(
 Background = Annotated[bool | None, Field(description=(
     "Default: true, unless the model is the host's (MCP sampling)."))]
 PassAt = Annotated[float | None, Field(description=(
-    "Scores: the judge's pass mark (score_text: of 0–100; viescore: its scale); default the middle."))]
+    "Scores: the judge's pass mark ; default the middle."))]
 HumanPassAt = Annotated[float | None, Field(description=(
-    "Scores: the humans' mean that passes an item; default the middle of the labels given."))]
+    "Scores: the humans' mean that passes; default the middle."))]
 
 
 def _as_in(tool: str, **listed: Any) -> Any:
@@ -85,7 +89,6 @@ def _as_in(tool: str, **listed: Any) -> Any:
 
 _OBJECT, _TEXT, _NUMBER, _LIST = {"type": "object"}, {"type": "string"}, {"type": "number"}, {"type": "array"}
 _CALIBRATE = "calibrate_judge"
-ListedJudge = Annotated[Judge, _as_in(_CALIBRATE, **_TEXT)]
 ListedDataset = Annotated[Dataset, _as_in(_CALIBRATE, type=["string", "object", "array"])]
 ListedDatasetPath = Annotated[DatasetPath, _as_in(_CALIBRATE, **_TEXT)]
 ListedAgentId = Annotated[AgentId, _as_in(_CALIBRATE, **_TEXT)]
@@ -125,13 +128,14 @@ class Prepared(NamedTuple):
     policy: Any
     contexts: Contexts | None
     agent: Agent | None
+    env: JudgeEnv
 
 
 async def _prepared(ctx: Context, *, judge: JudgeName, dataset: Any, dataset_path: str | None, agent_id: str | None,
                     model: str | None, prompt_id: str | None, prompt_version: str | None, rubric: Any,
                     criteria: list[Criterion] | None, method: str, candidate_type: str,
                     score_scale: ScoreScale | None, samples: int, cache: bool, background: bool | None,
-                    client_roots: Any) -> Prepared:
+                    client_roots: Any, run_gates: bool = False, category: str | None = None) -> Prepared:
     """What calibrate_judge, certify_judge and align_judge share: the dataset read and checked, the judge's
     spec, its JudgeCall (a dataset runs as a job unless `background` says otherwise or its model is the host's
     own, which answers only while the call is open) and the agent's guideline contexts."""
@@ -153,13 +157,36 @@ async def _prepared(ctx: Context, *, judge: JudgeName, dataset: Any, dataset_pat
     assert dataset is not None
     items = await anyio.to_thread.run_sync(parse_dataset, dataset, judge)  # up to 20 MB of JSON lines
     sizes = app.settings.size_limits()
-    for item in items:  # each item is judged as a call of its tool would be: the same limits
-        for key in ("text", "instruction", "reference", "human_critique"):
-            sizes.text(f"dataset item {item.id!r} {key}", item.inputs.get(key) if isinstance(item.inputs.get(key), str)
-                       else None)
-        candidates = item.inputs.get("candidates")
-        if isinstance(candidates, list):
-            sizes.texts(f"dataset item {item.id!r} candidates", [c for c in candidates if isinstance(c, str)])
+
+    def check_sizes() -> None:  # each item is judged as a call of its tool would be: the same limits
+        for item in items:
+            for key in ("text", "instruction", "reference", "human_critique", "spec", "diff", "user_context"):
+                sizes.text(f"dataset item {item.id!r} {key}", item.inputs.get(key)
+                           if isinstance(item.inputs.get(key), str) else None)
+            candidates = item.inputs.get("candidates")
+            if isinstance(candidates, list):
+                sizes.texts(f"dataset item {item.id!r} candidates", [c for c in candidates if isinstance(c, str)])
+            if "analysis" in item.inputs:
+                sizes.json(f"dataset item {item.id!r} analysis", item.inputs["analysis"])
+
+    await anyio.to_thread.run_sync(check_sizes)
+    env = JudgeEnv(categories=app.analysis_categories)
+    category_spec = None
+    if judge == "evaluate_analysis":
+        if category is None:
+            raise InputError(f"category: evaluate_analysis certifies one LLM category, e.g. category: "
+                             f"\"{next(iter(BUILTIN))}\"; known: {', '.join(sorted({*BUILTIN, *app.analysis_categories}))}")
+        found_category = load_category(category, app.analysis_categories)
+        category_spec = {"builtin": category not in app.analysis_categories, **found_category.spec.model_dump()}
+    elif category is not None:
+        raise InputError("category: only for judge evaluate_analysis (the LLM category certified); leave it out")
+    if run_gates and judge != "judge_code":
+        raise InputError("run_gates: only for judge judge_code; leave it out")
+    if judge == "judge_code":
+        settings = gate_settings(app.settings)
+        if run_gates:
+            check_gates_may_run(app.settings, settings)
+        env = JudgeEnv(gate_settings=settings, allowed_roots=tuple(roots_for(ctx, client_roots)))
     agent = await app.store(app.agents.get, org, agent_id) if agent_id is not None else None
     found: list[Criterion] = []
     own = judge == "score_text" and agent is not None and rubric is None and criteria is None
@@ -176,13 +203,14 @@ async def _prepared(ctx: Context, *, judge: JudgeName, dataset: Any, dataset_pat
     policy = image_policy(ctx, client_roots)
     spec = JudgeSpec(judge=judge, prompt_id=prompt_id, prompt_version=prompt_version, criteria=found,
                      method=method, candidate_type=candidate_type, samples=samples,
-                     score_scale=None if score_scale is None else (score_scale.min, score_scale.max))
+                     score_scale=None if score_scale is None else (score_scale.min, score_scale.max),
+                     run_gates=run_gates, category=category, category_spec=category_spec)
     check_spec(spec)  # refused now, not as a failed background job
     contexts = None
     if agent_id is not None and judge == "score_text" and not own:
         async def contexts(query: str) -> list[str]:
             return [c.text for c in await guideline_contexts(app.guidelines, org, agent_id, query)]
-    return Prepared(app, org, items, spec, call, policy, contexts, agent)
+    return Prepared(app, org, items, spec, call, policy, contexts, agent, env)
 
 
 
@@ -220,7 +248,7 @@ def register(mcp: MCPServer[Any]) -> None:
                                    criteria=criteria, method=method, candidate_type=candidate_type,
                                    score_scale=score_scale, samples=samples, cache=cache, background=background,
                                    client_roots=client_roots)
-        app, org, items, spec, call, policy, contexts, _ = prepared
+        app, org, items, spec, call, policy, contexts, _, _ = prepared
         scale = None if human_scale is None else (human_scale.min, human_scale.max)
 
         async def work(progress: Progress) -> CalibrationReport:
@@ -242,7 +270,7 @@ def register(mcp: MCPServer[Any]) -> None:
     @tool_errors
     async def certify_judge(
         ctx: Context,
-        judge: ListedJudge,
+        judge: CertifyJudge,
         dataset: ListedDataset = None,
         dataset_path: ListedDatasetPath = None,
         agent_id: ListedAgentId = None,
@@ -259,22 +287,24 @@ def register(mcp: MCPServer[Any]) -> None:
             "Both 95% lower bounds must reach it."))] = DEFAULT_THRESHOLD,
         pass_at: PassAt = None,
         human_pass_at: HumanPassAt = None,
+        category: Annotated[str | None, Field(description="evaluate_analysis: the category.")] = None,
+        run_gates: Annotated[bool, Field(description="judge_code: also run its gates.")] = False,
         verdicts: Annotated[list[str | float | bool] | None, Field(max_length=1_000_000, description=(
             "An unlabelled run's verdicts (pass/fail, A/B/Tie, scores): their pass rate corrected."))] = None,
         verdicts_fingerprint: Annotated[str | None, Field(description=(
-            "The fingerprint of the verdicts' judge; corrected.covered says if it is this one."))] = None,
+            "The verdicts' judge's fingerprint (corrected.covered)."))] = None,
         background: ListedBackground = None,
         cache: UseCache = True,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(Certificate)]:
         """Certify a judge's pass/fail against human labels: TPR and TNR (pairwise: A passes; scores: >= pass_at) with
-        95% Wilson bounds; certified when both reach threshold, else the labels still needed. Other arguments
+        95% Wilson bounds; certified when both reach threshold, else the labels needed. Other arguments
         as in calibrate_judge."""
-        app, _org, items, spec, call, policy, contexts, _ = await _prepared(
+        app, _org, items, spec, call, policy, contexts, _, env = await _prepared(
             ctx, judge=judge, dataset=dataset, dataset_path=dataset_path, agent_id=agent_id, model=model,
             prompt_id=prompt_id, prompt_version=prompt_version, rubric=rubric, criteria=criteria, method=method,
             candidate_type=candidate_type, score_scale=score_scale, samples=samples, cache=cache,
-            background=background, client_roots=client_roots)
+            background=background, client_roots=client_roots, run_gates=run_gates, category=category)
         check_pass_at(spec, pass_at)  # refused now, not as a failed background job
         if verdicts is not None:  # read off the event loop: up to a million of them
             await anyio.to_thread.run_sync(check_verdicts, verdicts, spec)
@@ -283,7 +313,7 @@ def register(mcp: MCPServer[Any]) -> None:
             return await certify(call, spec, items, policy=policy, retries=app.settings.pairwise_retries,
                                  threshold=threshold, pass_at=pass_at, human_pass_at=human_pass_at,
                                  verdicts=verdicts, run_fingerprint=verdicts_fingerprint, contexts=contexts,
-                                 progress=progress)
+                                 progress=progress, env=env)
 
         return await run_or_background(ctx, "certify_judge", call, work)
 
@@ -309,7 +339,7 @@ def register(mcp: MCPServer[Any]) -> None:
         """Improve an agent's judging prompt from human labels (score_text items; optional human_critique): a revision
         is kept as a new agent only when better on held-out items (McNemar p < 0.05). Other arguments as in
         certify_judge."""
-        app, org, items, spec, call, policy, contexts, agent = await _prepared(
+        app, org, items, spec, call, policy, contexts, agent, _ = await _prepared(
             ctx, judge="score_text", dataset=dataset, dataset_path=dataset_path, agent_id=agent_id, model=model,
             prompt_id=None, prompt_version=None, rubric=None, criteria=None, method="direct",
             candidate_type="auto", score_scale=None, samples=1, cache=cache, background=background,

@@ -73,8 +73,8 @@ def register(mcp: MCPServer) -> None:
     async def validate_patch_tool(
         ctx: Context,
         patch: PatchArg,
-        root: Annotated[str | None, Field(description="Project directory (in the allowed roots): each op is then "
-                                                      "checked against its files, with the diff.")] = None,
+        root: Annotated[str | None, Field(description="Project directory in the allowed roots: ops are checked "
+                                                      "against its files, with the diff.")] = None,
         max_ops: MaxOpsArg = None,
         max_bytes: MaxBytesArg = None,
         format: FormatArg = "auto",

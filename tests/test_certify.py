@@ -130,3 +130,19 @@ def test_a_verdict_that_is_no_verdict_is_refused_naming_it() -> None:
     with pytest.raises(InputError, match=r"verdicts\[1\]: a verdict is pass or fail, true or false, A, B or Tie"):
         certificate(spec, "m", items, judged, threshold=0.8, pass_at=None, human_pass_at=None,
                     verdicts=["A", "maybe"])
+
+
+def test_a_paired_bootstrap_interval_matches_scipys_on_the_same_pairs_and_seed() -> None:
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    first, second = [0.9, 0.1, 0.5, 0.7, 0.2, 0.9], [0.1, 0.1, 0.4, 0.1, 0.3, 0.2]
+    value, low, high = stats.paired_bootstrap(first, second, seed=7)  # type: ignore[misc]
+    diffs = [a - b for a, b in zip(first, second, strict=True)]  # a paired mean difference is the mean of diffs
+    ref = bootstrap((diffs,), np.mean, n_resamples=9999, method="percentile", rng=np.random.default_rng(7))
+    assert value == pytest.approx(sum(diffs) / 6)
+    assert (low, high) == pytest.approx((ref.confidence_interval.low, ref.confidence_interval.high))
+
+
+def test_a_paired_bootstrap_of_one_pair_is_none() -> None:
+    assert stats.paired_bootstrap([0.5], [0.1], seed=0) is None

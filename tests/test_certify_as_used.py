@@ -134,6 +134,8 @@ async def test_a_revision_that_wins_on_train_but_not_on_test_is_rejected(
     assert report["revised"]["train"]["value"] == 1.0 and report["current"]["train"]["value"] < 1.0
     assert report["revised"]["test"]["value"] == report["current"]["test"]["value"]
     assert report["p_value"] == 1.0 and report["conclusion"].startswith("no significant gain")
+    assert report["score_gain"] == pytest.approx({"measure": report["score_gain"]["measure"], "n": len(TEST),
+                                                  "value": 0.0, "low": 0.0, "high": 0.0})
     assert report["test_ids"] == [f"ITEM-{n}" for n in TEST] and len(agents) == 1
     assert_test_items_only_judged(fake_server)
 
@@ -147,6 +149,9 @@ async def test_a_revision_that_wins_on_train_and_on_test_is_kept_as_a_new_agent(
                                     "only_revised": wrong_on_test, "both_wrong": 0, "left_out": 0}
     assert report["p_value"] == pytest.approx(2 / 2 ** wrong_on_test)
     assert report["revised"]["test"]["value"] == 1.0
+    gain = report["score_gain"]  # each item the current judge got wrong: error 0.9 → 0.1
+    assert (gain["n"], gain["value"]) == (len(TEST), pytest.approx(0.8 * wrong_on_test / len(TEST)))
+    assert 0 < gain["low"] < gain["value"] < gain["high"] <= 0.8
     assert "-CURRENT: pass right answers.\n+REVISED: pass only right answers.\n" in report["diff"]
     kept = [a for a in agents if a["id"] == report["new_agent_id"]]
     assert kept[0]["name"] == "grader (aligned)" and kept[0]["system_prompt"].startswith("REVISED")

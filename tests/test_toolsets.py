@@ -80,7 +80,9 @@ def test_certify_judge_lists_calibrate_judges_arguments_by_reference_and_still_v
         running.close()
     certify = tools["certify_judge"]
     assert certify.description.endswith("Other arguments as in calibrate_judge.")
-    assert certify.input_schema["properties"]["judge"] == {"type": "string"}
+    assert certify.input_schema["properties"]["judge"]["enum"] == [  # its own judges: more than calibrate_judge's
+        "pairwise_compare", "score_text", "viescore", "judge_code", "evaluate_analysis"]
+    assert certify.input_schema["properties"]["agent_id"] == {"type": "string"}
     assert certify.input_schema["properties"]["dataset"] == {"type": ["string", "object", "array"]}
     assert "description" in tools["calibrate_judge"].input_schema["properties"]["dataset"]
     assert tools["align_judge"].description.endswith("Other arguments as in certify_judge.")

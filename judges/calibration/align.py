@@ -67,6 +67,15 @@ class TestPairs(BaseModel):
     left_out: int = Field(description="Test items either judge failed on.")
 
 
+class ScoreGain(BaseModel):
+    measure: str = Field(default="the drop in mean absolute error of the scores against the people's mean "
+                                 "(both on 0–1), current minus revised: above 0 the revision scores closer")
+    n: int = Field(description="Test items both judges scored.")
+    value: float
+    low: float = Field(description="95% paired bootstrap lower bound (scipy, percentile, seeded with seed).")
+    high: float
+
+
 class Alignment(BaseModel):
     kept: bool = Field(description="The revision agrees significantly better on the test items and was kept "
                                    "as a new agent (new_agent_id); otherwise nothing changed.")
@@ -84,6 +93,9 @@ class Alignment(BaseModel):
     chosen: int | None = Field(description="Index in candidates of the one scored on test.")
     test_pairs: TestPairs | None = None
     p_value: float | None = Field(default=None, description="McNemar's exact test, two-sided, on the test pairs.")
+    score_gain: ScoreGain | None = Field(default=None, description=(
+        "The scores themselves on test: the revision's gain with a paired bootstrap interval (reported; "
+        "keeping is McNemar's on pass/fail); null with fewer than two items both scored."))
     alpha: float = ALPHA
     instructions: str | None = Field(default=None, description="The revised judge's instructions.")
     diff: str = Field(default="", description="Unified diff of the judge's instructions, current to revised.")
@@ -259,6 +271,22 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
     usage += sum((j.usage for j in new_test), Usage())
     new_test_rate, new_test_failed = _agreement(new_test, test_t, specs[chosen], pass_at)
 
+    humans = [v for i in items for v in i.scores if v is not None]
+    low, high = min(humans), max(humans)
+
+    def errors(judged: Judged, item: Item) -> float | None:
+        mean = item.human_score()
+        if not isinstance(judged.value, float) or mean is None or high <= low:
+            return None
+        return abs(judged.value / 100 - (mean - low) / (high - low))
+
+    def score_gain() -> ScoreGain | None:
+        both = [(a, b) for a, b in (
+            (errors(x, i), errors(y, i)) for x, y, i in zip(cur_test, new_test, test, strict=True))
+            if a is not None and b is not None]
+        found = stats.paired_bootstrap([a for a, _ in both], [b for _, b in both], seed)
+        return None if found is None else ScoreGain(n=len(both), value=found[0], low=found[1], high=found[2])
+
     def compared() -> tuple[TestPairs, float]:
         load_statistics()
         pairs = [(_right(a, t, current, pass_at), _right(b, t, specs[chosen], pass_at))
@@ -270,6 +298,7 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
         return counted, stats.mcnemar_exact(counted.only_current, counted.only_revised)
 
     pairs, p_value = await anyio.to_thread.run_sync(compared)
+    gain = await anyio.to_thread.run_sync(score_gain)  # scipy's bootstrap, off the event loop
     kept = pairs.only_revised > pairs.only_current and p_value < ALPHA
     conclusion = (f"kept: the revision agrees better on the test items (McNemar exact p = {p_value:.4g} < {ALPHA})"
                   if kept else f"no significant gain on the test items (McNemar exact p = {p_value:.4g}, "
@@ -280,5 +309,5 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
                                 f"current {_sha(text)[:12]}", f"revised {_sha(best_text)[:12]}"))
     revised = JudgeAgreement(train=tried[chosen].train, test=new_test_rate, failed=tried[chosen].failed + new_test_failed)
     return Alignment(kept=kept, conclusion=conclusion, current=current_agreement, revised=revised,
-                     test_pairs=pairs, p_value=p_value, instructions=best_text, diff=diff, usage=usage,
+                     test_pairs=pairs, p_value=p_value, score_gain=gain, instructions=best_text, diff=diff, usage=usage,
                      **base)  # type: ignore[arg-type]

@@ -3,7 +3,8 @@ bounds of both its true-positive and true-negative rates reach a bar; the pass r
 corrected for the judge's errors (Rogan–Gladen).
 
 The judgement is binary by construction: pairwise_compare's winner with A as the positive class (B negative, a
-Tie in neither), or a score at or above `pass_at` (score_text's 0–100 total, viescore's own scale) against the
+Tie in neither), judge_code's accept (revise and reject negative; the judge's own verdict, gates off unless
+asked), one evaluate_analysis category's pass, or a score at or above `pass_at` (score_text's 0–100 total, viescore's own scale) against the
 humans' mean at or above `human_pass_at`. Items the humans tie on, items the judge ties on and items the judge
 failed are counted in `ties` and `failed` and left out of both rates, never dropped silently.
 """
@@ -24,8 +25,8 @@ from judges.models.protocol import Usage
 from judges.progress import Progress, no_progress
 
 from . import stats
-from .core import Contexts, Judged, JudgeSpec, check_spec, judge_all
-from .dataset import Item
+from .core import Contexts, Judged, JudgeEnv, JudgeSpec, check_spec, judge_all
+from .dataset import BINARY, Item
 
 DEFAULT_THRESHOLD = 0.80
 Outcome = Literal["pass", "fail", "tie", "failed"]
@@ -99,7 +100,12 @@ def pin(spec: JudgeSpec, model: str, pass_at: float | None, human_pass_at: float
     import prompts
     from judges.pairwise.judge import DEFAULT_PROMPTS
 
-    if spec.judge == "score_text":
+    if spec.judge == "judge_code":
+        ids = ["code/judge@v1"]
+    elif spec.judge == "evaluate_analysis":
+        ids = [f"analysis/{part}/{spec.category}@v1" for part in ("system", "user")
+               if spec.category_spec is not None and spec.category_spec.get("builtin")]
+    elif spec.judge == "score_text":
         ids = ["text/score/criterion@v1"] + (["text/score/steps@v1"] if spec.method == "g_eval" else [])
     elif spec.prompt_id is not None:
         ids = [spec.prompt_id if "@" in spec.prompt_id else f"{spec.prompt_id}@{spec.prompt_version or 'v1'}"]
@@ -112,7 +118,10 @@ def pin(spec: JudgeSpec, model: str, pass_at: float | None, human_pass_at: float
         "criteria": [c.model_dump() for c in spec.criteria],
         "settings": {"method": spec.method, "candidate_type": spec.candidate_type,
                      "score_scale": list(spec.score_scale) if spec.score_scale else None,
-                     "pass_at": pass_at, "human_pass_at": human_pass_at},
+                     "pass_at": pass_at, "human_pass_at": human_pass_at,
+                     **({"run_gates": spec.run_gates} if spec.judge == "judge_code" else {}),
+                     **({"category": spec.category, "category_spec": spec.category_spec}
+                        if spec.judge == "evaluate_analysis" else {})},
         "samples": spec.samples,
     }
 
@@ -123,6 +132,8 @@ def fingerprint(pinned: dict[str, Any]) -> str:
 
 def default_pass_at(spec: JudgeSpec) -> float | None:
     """Scores: the middle of the judge's scale (score_text 0–100, viescore its scale); pairwise: none."""
+    if spec.judge in BINARY:
+        return None
     if spec.judge == "score_text":
         return 50.0
     if spec.judge == "viescore":
@@ -135,7 +146,7 @@ def default_pass_at(spec: JudgeSpec) -> float | None:
 
 def default_human_pass_at(items: Sequence[Item], spec: JudgeSpec) -> float | None:
     """Scores: the middle of the lowest and highest human score given."""
-    if spec.judge == "pairwise_compare":
+    if spec.judge == "pairwise_compare" or spec.judge in BINARY:
         return None
     values = [s for i in items for s in i.scores if s is not None]
     return (min(values) + max(values)) / 2
@@ -144,6 +155,8 @@ def default_human_pass_at(items: Sequence[Item], spec: JudgeSpec) -> float | Non
 def human_class(item: Item, spec: JudgeSpec, human_pass_at: float | None) -> Outcome:
     if spec.judge == "pairwise_compare":
         return {"A": "pass", "B": "fail"}.get(str(item.human_winner()), "tie")  # type: ignore[return-value]
+    if spec.judge in BINARY:
+        return {"pass": "pass", "fail": "fail"}.get(str(item.human_verdict()), "tie")  # type: ignore[return-value]
     mean = item.human_score()
     assert mean is not None and human_pass_at is not None
     return "pass" if mean >= human_pass_at else "fail"
@@ -154,6 +167,9 @@ def judge_class(judged: Judged, spec: JudgeSpec, pass_at: float | None) -> Outco
         return "failed"
     if spec.judge == "pairwise_compare":
         return {"A": "pass", "B": "fail"}.get(str(judged.value), "tie")  # type: ignore[return-value]
+    if spec.judge in BINARY:  # judge_code: accept is positive, revise and reject negative
+        return {"accept": "pass", "pass": "pass", "revise": "fail", "reject": "fail",  # type: ignore[return-value]
+                "fail": "fail"}.get(str(judged.value), "tie")
     assert pass_at is not None and isinstance(judged.value, float)
     return "pass" if judged.value >= pass_at else "fail"
 
@@ -164,13 +180,15 @@ def verdict_class(verdict: Any, spec: JudgeSpec, pass_at: float | None, where: s
         return "pass" if verdict else "fail"
     if isinstance(verdict, int | float):
         if pass_at is None:
-            raise InputError(f"{where}: a pairwise verdict is A, B or Tie (got {verdict!r})")
+            raise InputError(f"{where}: {spec.judge} gives no score: a verdict is A, B or Tie (pairwise), accept, "
+                             f"revise or reject (judge_code), pass or fail (got {verdict!r})")
         return "pass" if verdict >= pass_at else "fail"
     word = str(verdict).strip().lower()
     found = {"pass": "pass", "fail": "fail", "true": "pass", "false": "fail", "a": "pass", "b": "fail",
-             "tie": "tie"}.get(word)
+             "tie": "tie", "accept": "pass", "revise": "fail", "reject": "fail"}.get(word)
     if found is None:
-        raise InputError(f"{where}: a verdict is pass or fail, true or false, A, B or Tie, or a score "
+        raise InputError(f"{where}: a verdict is pass or fail, true or false, A, B or Tie, accept, revise or "
+                         f"reject, or a score "
                          f"(got {verdict!r}); e.g. verdicts: [\"pass\", \"fail\", 72]")
     return found  # type: ignore[return-value]
 
@@ -178,7 +196,7 @@ def verdict_class(verdict: Any, spec: JudgeSpec, pass_at: float | None, where: s
 def check_verdicts(verdicts: Sequence[Any], spec: JudgeSpec) -> None:
     """Every verdict readable (a score needs a scoring judge), before any item is judged."""
     for i, v in enumerate(verdicts):
-        verdict_class(v, spec, 0.0 if spec.judge != "pairwise_compare" else None, f"verdicts[{i}]")
+        verdict_class(v, spec, None if default_pass_at(spec) is None else 0.0, f"verdicts[{i}]")
 
 
 def _rate(hits: int, n: int) -> Rate | None:
@@ -220,6 +238,10 @@ def certificate(spec: JudgeSpec, model: str, items: Sequence[Item], judged: Sequ
         corrected = Correction(n=len(said), ties=len(classes) - len(said), raw=raw, corrected=fixed,
                                covered=run_fingerprint is None or run_fingerprint == print_)
     positive = ("the humans' and the judge's winner is A (B is negative)" if spec.judge == "pairwise_compare" else
+                "the humans' majority and the judge say accept (revise and reject are negative)"
+                if spec.judge == "judge_code" else
+                f"the humans' majority and the judge's category {spec.category} say pass"
+                if spec.judge == "evaluate_analysis" else
                 f"the humans' mean score >= {human_pass_at:g}; the judge's score >= {pass_at:g}")
     return Certificate(certified=certified, threshold=threshold, judge=spec.judge, model=model, positive=positive,
                        tpr=tpr, tnr=tnr, n_positive=len(positives), n_negative=len(negatives), ties=ties,
@@ -233,6 +255,8 @@ def check_pass_at(spec: JudgeSpec, pass_at: float | None) -> None:
         return
     if spec.judge == "pairwise_compare":
         raise InputError("pass_at: pairwise_compare's positive class is A (no pass mark); leave pass_at out")
+    if spec.judge in BINARY:
+        raise InputError(f"pass_at: {spec.judge}'s verdict is already pass or fail (no pass mark); leave pass_at out")
     from judges.pairwise.judge import VIESCORE_SCALE
 
     low, high = (0.0, 100.0) if spec.judge == "score_text" else (spec.score_scale or VIESCORE_SCALE)
@@ -250,17 +274,17 @@ async def certify(call: JudgeCall, spec: JudgeSpec, items: Sequence[Item], *, po
                   threshold: float = DEFAULT_THRESHOLD, pass_at: float | None = None,
                   human_pass_at: float | None = None, verdicts: Sequence[Any] | None = None,
                   run_fingerprint: str | None = None, contexts: Contexts | None = None,
-                  progress: Progress = no_progress) -> Certificate:
+                  progress: Progress = no_progress, env: JudgeEnv | None = None) -> Certificate:
     """Judge every labelled item and certify (or not), correcting `verdicts`' pass rate when given."""
     check_spec(spec)
     check_threshold(threshold)
     check_pass_at(spec, pass_at)
-    if spec.judge != "pairwise_compare":
+    if spec.judge != "pairwise_compare" and spec.judge not in BINARY:
         pass_at = default_pass_at(spec) if pass_at is None else pass_at
         human_pass_at = default_human_pass_at(items, spec) if human_pass_at is None else human_pass_at
     client = await call.client()
     judged = await judge_all(call, spec, items, policy=policy, retries=retries, contexts=contexts,
-                             progress=progress)
+                             progress=progress, env=env)
 
     def computed() -> Certificate:
         load_statistics()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
@@ -107,7 +109,8 @@ class CalibrationReport(BaseModel):
 
 
 class JudgeSpec(BaseModel):
-    """How to judge each item: the tool-level options the items share."""
+    """How to judge each item: the tool-level options the items share (judge_code: run_gates, false by default:
+    the judge's own verdict; evaluate_analysis: the one LLM category judged, its spec pinned)."""
 
     judge: JudgeName
     prompt_id: str | None = None
@@ -117,6 +120,19 @@ class JudgeSpec(BaseModel):
     candidate_type: str = "auto"
     score_scale: tuple[float, float] | None = None
     samples: int = 1
+    run_gates: bool = False
+    category: str | None = None
+    category_spec: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class JudgeEnv:
+    """What judge_code and evaluate_analysis items need from the server: the gates' settings and sandbox roots,
+    the operator's analysis categories."""
+
+    gate_settings: Any = None
+    allowed_roots: tuple[Path, ...] = ()
+    categories: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Judged(BaseModel):
@@ -136,10 +152,13 @@ def _winner(label: str) -> str:
 
 
 async def judge_item(call: JudgeCall, spec: JudgeSpec, item: Item, *, policy: Any, retries: int,
-                     contexts: Contexts | None, steps: StepsMemo | None = None) -> Judged:
+                     contexts: Contexts | None, steps: StepsMemo | None = None, env: JudgeEnv | None = None
+                     ) -> Judged:
     """One item through the judge's core, as its tool would call it (pairwise and VIEScore with the call's
     samples, `spec.samples`: the majority verdict, or the mean score)."""
     x = item.inputs
+    if spec.judge in ("judge_code", "evaluate_analysis"):
+        return await _judge_binary(call, spec, x, env or JudgeEnv())
     if spec.judge == "score_text":
         passages = list(x.get("context") or [])
         if contexts is not None:
@@ -164,6 +183,42 @@ async def judge_item(call: JudgeCall, spec: JudgeSpec, item: Item, *, policy: An
     verdict = _winner(str(result.value))
     return Judged(value=None if verdict == "Failed" else verdict, orders=orders, first_named=first,
                   usage=result.usage, failure=failure if verdict == "Failed" else None)
+
+
+async def _judge_binary(call: JudgeCall, spec: JudgeSpec, x: dict[str, Any], env: JudgeEnv) -> Judged:
+    """judge_code's verdict (accept, revise or reject; the gates' own verdict when the model gave none is no
+    verdict of the judge: failed) or one evaluate_analysis category's pass or fail (a split vote: Tie)."""
+    if spec.judge == "judge_code":
+        from judges.code.gates import SourceFile
+        from judges.code.judge import judge_code
+
+        code = await judge_code(call, spec=x["spec"], root=None, files=[SourceFile(**f) for f in x["files"]],
+                                diff=x.get("diff"), run_gates_=spec.run_gates, gates=None,
+                                model_notes=x.get("model_notes"), candidates=None, allowed_roots=env.allowed_roots,
+                                settings=env.gate_settings)
+        if code.status != "ok":
+            return Judged(value=None, usage=code.usage, failure=f"{code.status}: {code.error or 'no model verdict'}")
+        return Judged(value=code.verdict, usage=code.usage)
+    from judges.analysis.judge import evaluate_analysis
+
+    assert spec.category is not None
+    result = await evaluate_analysis(call, analysis=x["analysis"], input_url=x.get("input_url"),
+                                     user_context=x.get("user_context"), context_type=x.get("context_type"),
+                                     deterministic_checks=[], llm_judges=[spec.category], custom=env.categories)
+    usage = Usage(requests=result.usage.model_calls, input_tokens=result.usage.input_tokens,
+                  output_tokens=result.usage.output_tokens, cache_hits=result.usage.cache_hits,
+                  cost_usd=result.usage.cost_usd)
+    if result.stopped_at is not None:
+        return Judged(value=None, usage=usage, failure=f"stopped at {result.stopped_at}")
+    found = result.categories[spec.category]
+    if found.votes is not None:
+        majority = found.votes.majority
+        value = {"pass": "pass", "fail": "fail", "Tie": "Tie"}.get(majority)
+        return Judged(value=value, usage=usage, failure=None if value else "every sample failed")
+    errors = [f"{name}: {c.error}" for name, c in found.checks.items() if c.error]
+    if errors or found.skipped:
+        return Judged(value=None, usage=usage, failure="; ".join(errors) or str(found.skipped))
+    return Judged(value="pass" if found.passed else "fail", usage=usage)
 
 
 def _unit(value: float, scale: tuple[float, float]) -> float:
@@ -325,7 +380,7 @@ async def calibrate(call: JudgeCall, spec: JudgeSpec, items: Sequence[Item], *, 
 
 async def judge_all(call: JudgeCall, spec: JudgeSpec, items: Sequence[Item], *, policy: Any, retries: int,
                     contexts: Contexts | None = None, concurrency: int = 4, unit: str = "item",
-                    progress: Progress = no_progress) -> list[Judged]:
+                    progress: Progress = no_progress, env: JudgeEnv | None = None) -> list[Judged]:
     """Every item through the judge (at most `concurrency` at once), in the items' order. In a background job
     each item is a unit recorded as `<unit> <index>` (judges/units.py): a caller that judges several passes in
     one job (align_judge) names each pass apart, so one pass never reads back another's verdicts."""
@@ -339,7 +394,7 @@ async def judge_all(call: JudgeCall, spec: JudgeSpec, items: Sequence[Item], *, 
         nonlocal done
         async def run() -> Judged:
             return await judge_item(call, spec, items[i], policy=policy, retries=retries, contexts=contexts,
-                                    steps=steps)
+                                    steps=steps, env=env)
         async with limiter:
             judged[i] = await once(f"{unit} {i}", Judged, run)  # a background job's unit (judges/units.py)
         done += 1

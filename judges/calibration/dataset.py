@@ -11,7 +11,8 @@ from pydantic import BaseModel
 from judges.errors import InputError
 from judges.inputs import caller_values
 
-JudgeName = Literal["pairwise_compare", "score_text", "viescore"]
+JudgeName = Literal["pairwise_compare", "score_text", "viescore", "judge_code", "evaluate_analysis"]
+BINARY = ("judge_code", "evaluate_analysis")  # a human label pass/fail: human_verdict(s)
 MAX_ITEMS = 2000
 MAX_RATERS = 100  # human labels of one item
 EXAMPLES: dict[str, str] = {
@@ -19,7 +20,11 @@ EXAMPLES: dict[str, str] = {
                         '"human_winners": ["B", "B", "A"]}',
     "score_text": '{"text": "Paris is the capital.", "instruction": "Capital of France?", "human_scores": [5, 4]}',
     "viescore": '{"instruction": "a red bicycle", "candidates": ["images/0.png"], "human_score": 7}',
+    "judge_code": '{"spec": "add(a, b) returns a + b", "files": [{"path": "m.py", "content": "def add(a, b): '
+                  'return a + b"}], "human_verdict": "accept"}',
+    "evaluate_analysis": '{"analysis": {"product_overview": "…"}, "human_verdict": "fail"}',
 }
+_VERDICTS = {"accept": "pass", "reject": "fail", "pass": "pass", "fail": "fail", "true": "pass", "false": "fail"}
 _WINNERS = {"a": "A", "b": "B", "tie": "Tie", "image a": "A", "image b": "B", "response a": "A",
             "response b": "B", "text a": "A", "text b": "B"}
 
@@ -32,6 +37,7 @@ class Item(BaseModel):
     inputs: dict[str, Any]
     scores: list[float | None] = []
     winners: list[str | None] = []
+    verdicts: list[str | None] = []  # judge_code / evaluate_analysis: "pass" (accept) or "fail" (reject)
 
     def human_score(self) -> float | None:
         given = [s for s in self.scores if s is not None]
@@ -41,6 +47,13 @@ class Item(BaseModel):
         from judges.reading.samples import vote
 
         given = [w for w in self.winners if w is not None]
+        return vote(given).majority if given else None
+
+    def human_verdict(self) -> str | None:
+        """The raters' majority pass or fail; Tie when they split evenly."""
+        from judges.reading.samples import vote
+
+        given = [v for v in self.verdicts if v is not None]
         return vote(given).majority if given else None
 
 
@@ -65,6 +78,17 @@ def _winner(value: Any, line: int, judge: str) -> str | None:
     return label
 
 
+def _verdict(value: Any, line: int, judge: str) -> str | None:
+    if value is None:
+        return None
+    word = str(value).strip().lower() if isinstance(value, str | bool) else None
+    found = _VERDICTS.get(word) if word is not None else None
+    if found is None or (judge == "judge_code") != (word in ("accept", "reject")):
+        words = "accept or reject" if judge == "judge_code" else "pass or fail (or true/false)"
+        raise _bad(line, f"a human verdict is {words} (got {value!r})", judge)
+    return found
+
+
 def _labels(raw: dict[str, Any], one: str, many: str) -> list[Any] | None:
     if one in raw and many in raw:
         return None
@@ -80,8 +104,9 @@ def parse_dataset(text: str, judge: JudgeName) -> list[Item]:
     """The items of a JSONL dataset (blank lines skipped), checked for the labels `judge` needs."""
     if judge not in EXAMPLES:
         raise InputError(f"judge must be one of {', '.join(EXAMPLES)} (got {judge!r})")
-    pairwise = judge == "pairwise_compare"
-    one, many = ("human_winner", "human_winners") if pairwise else ("human_score", "human_scores")
+    pairwise, binary = judge == "pairwise_compare", judge in BINARY
+    one, many = (("human_winner", "human_winners") if pairwise else ("human_verdict", "human_verdicts") if binary
+                 else ("human_score", "human_scores"))
     items: list[Item] = []
     seen: set[str] = set()
     for number, line in enumerate(text.splitlines(), start=1):
@@ -104,11 +129,13 @@ def parse_dataset(text: str, judge: JudgeName) -> list[Item]:
         if item_id in seen:
             raise _bad(number, f"id {item_id!r} appears twice", judge)
         seen.add(item_id)
-        for key in ("human_score", "human_scores", "human_winner", "human_winners"):
+        for key in ("human_score", "human_scores", "human_winner", "human_winners", "human_verdict", "human_verdicts"):
             raw.pop(key, None)
         item = Item(id=item_id, inputs=raw)
         if pairwise:
             item.winners = [_winner(v, number, judge) for v in labels]
+        elif binary:
+            item.verdicts = [_verdict(v, number, judge) for v in labels]
         else:
             item.scores = [_score(v, number, judge) for v in labels]
         _check_inputs(item, number, judge)
@@ -126,6 +153,19 @@ def _check_inputs(item: Item, line: int, judge: str) -> None:
     if judge == "score_text":
         if not isinstance(inputs.get("text"), str) or not inputs["text"]:
             raise _bad(line, "score_text items need a non-empty 'text'", judge)
+        return
+    if judge == "judge_code":
+        files = inputs.get("files")
+        if not isinstance(inputs.get("spec"), str) or not inputs["spec"]:
+            raise _bad(line, "judge_code items need a non-empty 'spec'", judge)
+        if (not isinstance(files, list) or not files or not all(
+                isinstance(f, dict) and isinstance(f.get("path"), str) and isinstance(f.get("content"), str)
+                for f in files)):
+            raise _bad(line, "judge_code items need 'files': a list of {path, content}", judge)
+        return
+    if judge == "evaluate_analysis":
+        if not isinstance(inputs.get("analysis"), str | dict | list) or not inputs["analysis"]:
+            raise _bad(line, "evaluate_analysis items need 'analysis': JSON text or an object", judge)
         return
     if not isinstance(inputs.get("instruction"), str) or not inputs["instruction"]:
         raise _bad(line, f"{judge} items need a non-empty 'instruction'", judge)

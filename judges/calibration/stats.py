@@ -167,3 +167,21 @@ def mcnemar_exact(only_first: int, only_second: int) -> float:
     from statsmodels.stats.contingency_tables import mcnemar
 
     return float(mcnemar([[0, only_first], [only_second, 0]], exact=True).pvalue)
+
+
+def paired_bootstrap(first: Sequence[float], second: Sequence[float], seed: int,
+                     resamples: int = 9999) -> tuple[float, float, float] | None:
+    """mean(first) − mean(second) over paired values, with a 95% percentile interval from scipy's paired
+    bootstrap (the same items resampled for both), seeded; None with fewer than two pairs."""
+    if len(first) != len(second) or len(first) < 2:
+        return None
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    def gain(a: Sequence[float], b: Sequence[float], axis: int = -1) -> float:
+        return np.mean(a, axis=axis) - np.mean(b, axis=axis)
+
+    found = bootstrap((list(first), list(second)), gain, paired=True, vectorized=True, n_resamples=resamples,
+                      confidence_level=0.95, method="percentile", rng=np.random.default_rng(seed))
+    value = float(np.mean(first) - np.mean(second))
+    return value, float(found.confidence_interval.low), float(found.confidence_interval.high)

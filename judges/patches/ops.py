@@ -89,8 +89,7 @@ class SpliceOp(BaseModel):
     delete_count: int = Field(alias="deleteCount", ge=0, description="Number of LINES removed.")
     insert: str = Field(default="", description="Text inserted at that line.")
     expect: str | None = Field(default=None, description=(
-        "Optional guard: the exact text of the deleted lines. If they are not at `start`, "
-        "the op moves to the one place they are, or fails."))
+        "Guard: the deleted lines' exact text; not at start, the op moves to their one place or fails."))
 
 
 OP_MODELS: tuple[type[BaseModel], ...] = (AddOp, RemoveOp, EditOp, SpliceOp)
