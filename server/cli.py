@@ -408,6 +408,15 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(f"judge-mcp config: {exc}") from None
         return
     configure_logging(settings.log_level)
+    from judges.errors import UnavailableError
+
+    try:
+        _serve(args, settings)
+    except UnavailableError as exc:  # the database did not answer at start: one sentence, not a traceback
+        raise SystemExit(f"judge-mcp: {exc} ({exc.failure.hint})") from None
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> None:
     from .app import create_server
 
     start_telemetry(settings, http=args.transport != "stdio")

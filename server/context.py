@@ -308,11 +308,16 @@ def app_of(ctx: Any) -> AppContext:
 
 def organization_of(ctx: Any) -> str:
     """The caller's organization: from the bearer token over HTTP (a superadmin's may name another one in the
-    X-Judge-Organization header), from settings on stdio."""
+    X-Judge-Organization header), from settings on stdio. A job continued after a takeover runs as the
+    organization that started it, whichever organization this process serves (server/jobs.py JobRunner._resume)."""
     from mcp.server.auth.middleware.auth_context import get_access_token
 
+    from .jobs import RESUMING
     from .roles import superadmin_organization
 
+    resuming = RESUMING.get()
+    if resuming is not None:
+        return resuming.org
     token = get_access_token()
     if token is not None:
         return superadmin_organization(ctx) or token.client_id

@@ -113,14 +113,17 @@ class _Fixed:
         return iter(self.families)
 
 
-def metrics_allowed(settings: Any, header: str | None, has_tokens: bool) -> bool:
-    """JUDGE_MCP_METRICS_TOKEN asked for when set; else open only on a server without tokens."""
+def metrics_allowed(settings: Any, header: str | None, has_tokens: bool, host: str | None = None) -> bool:
+    """JUDGE_MCP_METRICS_TOKEN asked for when set; else open only on a server without tokens, to a request whose
+    Host is a loopback name (a page rebinding its own DNS name to 127.0.0.1 reads nothing, as /mcp refuses it)."""
     import hmac
 
     if settings.metrics_token:
         given = (header or "").removeprefix("Bearer ").strip()
         return hmac.compare_digest(given.encode(), settings.metrics_token.encode())
-    return not has_tokens
+    name = (host or "").lower()
+    name = name.rpartition(":")[0] if name.rpartition(":")[2].isdigit() else name
+    return not has_tokens and name in ("127.0.0.1", "localhost", "[::1]")
 
 
 def register(mcp: Any) -> None:
@@ -143,7 +146,8 @@ def register(mcp: Any) -> None:
             return JSONResponse({"error": "metrics are off (JUDGE_MCP_METRICS=false, or not the HTTP transport)"},
                                 status_code=404)
         has_tokens = getattr(mcp, "_token_verifier", None) is not None  # /mcp asks for bearer tokens
-        if not metrics_allowed(app.settings, request.headers.get("authorization"), has_tokens):
+        if not metrics_allowed(app.settings, request.headers.get("authorization"), has_tokens,
+                               request.headers.get("host")):
             return JSONResponse({"error": "/metrics needs the bearer token set in JUDGE_MCP_METRICS_TOKEN (a server "
                                           "with tokens never shows every organization's figures to any caller)"},
                                 status_code=403)

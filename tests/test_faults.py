@@ -164,3 +164,20 @@ async def test_a_chroma_server_restart_fails_uploads_and_searches_clearly_then_t
     assert upload[1] < 10 and search[1] < 10
     assert "guideline store" in upload[2] and "guideline store" in search[2]
     assert kept["id"] in found[2] and again["processing_status"] == "processed" and recovered < 15
+
+
+def test_a_server_started_with_its_database_down_stops_with_one_sentence_naming_it_and_no_password(
+        tmp_path: Path) -> None:
+    """JUDGE_MCP_DATABASE_URL at a port nobody answers on: the start ends after the wait, exit 1, with one line saying
+    which database (host, port, name; not its password) and what to do: no traceback."""
+    home = tmp_path / "home"
+    port = free_port()  # nothing listens there
+    proc = subprocess.run([JUDGE_MCP, "--transport", "http", "--port", str(free_port())], cwd="/", env=server_env(
+        home, JUDGE_MCP_DATABASE_URL=f"postgresql://judge:s3cretPW@127.0.0.1:{port}/judges",
+        JUDGE_MCP_WARM_EMBEDDINGS="false"), capture_output=True, text=True, timeout=120)
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 1
+    assert last == (f"judge-mcp: the state database postgresql://127.0.0.1:{port}/judges "
+                    "(JUDGE_MCP_DATABASE_URL) did not answer within 30 s of the start (start PostgreSQL, or correct "
+                    "the URL's host, port, database and credentials)")
+    assert "Traceback" not in proc.stderr and "s3cretPW" not in proc.stderr

@@ -160,3 +160,30 @@ async def test_an_evaluate_image_job_continued_after_a_restart_judges_each_image
     assert (job["status"], len(job["result"]["evaluations"]), job["takeovers"]) == ("completed", 6, 1)
     assert {e["score"] for e in job["result"]["evaluations"]} == {60}
     assert job["units_reused"] >= before["progress"] and len(fake_server.requests) <= 6 + redone
+
+
+async def test_a_job_taken_over_by_a_server_of_another_organization_runs_as_its_own_organization(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    """Two stdio servers of different organizations on one home: the second takes over the first's job, and the job
+    still runs as the organization that started it (its requests are that organization's usage, not the other's)."""
+    fake_server.respond_with(scorer(0.1))
+    home = tmp_path / "home"
+    async with judge_mcp(home, fake_server, JUDGE_MCP_ORG="alpha") as first:
+        started = await call(first, "calibrate_judge", judge="score_text", dataset=dataset(12), criteria=CRITERIA,
+                             background=True)
+        await job_when(first, started["job_id"], lambda j: j["progress"] >= 2, 60)
+    async with judge_mcp(home, fake_server, JUDGE_MCP_ORG="beta") as other:
+        with anyio.fail_after(60):
+            while True:  # the job is continued here, as alpha's
+                if len(asked(fake_server)) == 12:
+                    break
+                await anyio.sleep(0.1)
+        beta_usage = await call(other, "get_usage", days=1)
+    async with judge_mcp(home, fake_server, JUDGE_MCP_ORG="alpha") as again:
+        job = await job_when(again, started["job_id"], lambda j: j["status"] != "working", 60)
+        alpha_usage = await call(again, "get_usage", days=1)
+    assert job["status"] == "completed" and job["takeovers"] >= 1, job["error"]  # alpha may take it back, too
+    assert job["result"]["items"] == 12
+    assert (beta_usage["organization"], beta_usage["days"]) == ("beta", [])
+    # Every item's answered request is alpha's (those cut off when a server stopped are not recorded).
+    assert 12 <= sum(d["requests"] for d in alpha_usage["days"]) <= len(fake_server.requests)

@@ -146,3 +146,21 @@ def test_without_an_otlp_endpoint_no_telemetry_package_is_imported() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/",
                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert out.stdout.strip() == "[]"
+
+
+def test_a_tokenless_servers_metrics_answer_a_loopback_host_and_refuse_a_rebound_dns_name(tmp_path: Path) -> None:
+    """Without tokens /metrics is open on loopback, but a page that rebinds its own name to 127.0.0.1 sends that name
+    as Host: refused (403), as /mcp refuses it; 127.0.0.1 and localhost are served."""
+    port = free_port()
+    proc = subprocess.Popen([JUDGE_MCP, "--transport", "http", "--port", str(port)], cwd="/", env=server_env(
+        tmp_path / "home", JUDGE_MCP_MODEL="demo", JUDGE_MCP_WARM_EMBEDDINGS="false"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_for_port(port, 60)
+        url = f"http://127.0.0.1:{port}/metrics"
+        codes = [httpx.get(url, headers={"Host": host}).status_code
+                 for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"evil.example:{port}", "evil.example")]
+        assert codes == [200, 200, 403, 403]
+    finally:
+        proc.terminate()
+        proc.wait(30)

@@ -360,6 +360,7 @@ class _PgConnection:
 
 POOL_WAIT_S = 5.0  # the longest a call waits for a database connection
 CONNECT_TIMEOUT_S = 3  # one connection attempt
+START_WAIT_S = 30  # the longest a starting server waits for the database (replicas may start before it)
 
 
 @contextmanager
@@ -397,7 +398,16 @@ class PostgresDatabase(Database):
                                                  check=psycopg_pool.ConnectionPool.check_connection,
                                                  kwargs={"row_factory": _row_factory, "autocommit": True,
                                                          "connect_timeout": CONNECT_TIMEOUT_S})
-        self._pool.wait(timeout=30)
+        try:
+            self._pool.wait(timeout=START_WAIT_S)
+        except psycopg_pool.PoolTimeout:
+            self._pool.close()
+            from judges.errors import UnavailableError
+
+            raise UnavailableError(
+                f"the state database {self.describe()} (JUDGE_MCP_DATABASE_URL) did not answer within "
+                f"{START_WAIT_S} s of the start",
+                hint="start PostgreSQL, or correct the URL's host, port, database and credentials") from None
         self._prepare()
 
     def describe(self) -> str:
