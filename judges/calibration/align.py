@@ -208,12 +208,18 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
         return report
 
     usage = Usage()
-    cur_train = await judge_all(call, current, train, policy=policy, retries=retries, contexts=contexts,
-                                unit="current train",
-                                progress=stage(done))
-    done += len(train)
-    usage += sum((j.usage for j in cur_train), Usage())
-    cur_rate, cur_failed = _agreement(cur_train, train_t, current, pass_at)
+
+    async def judged(spec: JudgeSpec, part: list[Item], part_truth: list[Outcome], unit: str
+                     ) -> tuple[list[Judged], Rate | None, int]:
+        """One pass of a judge over train or test (its own units in a job), its usage counted, its agreement."""
+        nonlocal done, usage
+        verdicts = await judge_all(call, spec, part, policy=policy, retries=retries, contexts=contexts, unit=unit,
+                                   progress=stage(done))
+        done += len(part)
+        usage += sum((j.usage for j in verdicts), Usage())
+        return (verdicts, *_agreement(verdicts, part_truth, spec, pass_at))
+
+    cur_train, cur_rate, cur_failed = await judged(current, train, train_t, "current train")
     wrong, right = _shown(train, cur_train, train_t, current, pass_at)
     tried: list[Candidate] = []
     texts: list[str | None] = []
@@ -236,24 +242,14 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
                 done += len(train)
                 continue
             spec = JudgeSpec(judge="score_text", criteria=[agent_criterion(written.value.instructions, scale)])
-            judged = await judge_all(call, spec, train, policy=policy, retries=retries, contexts=contexts,
-                                     unit=f"revision {k + 1} train",
-                                     progress=stage(done))
-            done += len(train)
-            usage += sum((j.usage for j in judged), Usage())
-            rate, failed = _agreement(judged, train_t, spec, pass_at)
+            _, rate, failed = await judged(spec, train, train_t, f"revision {k + 1} train")
             tried.append(Candidate(rationale=written.value.rationale, train=rate, failed=failed))
             texts.append(written.value.instructions)
             specs.append(spec)
     usable = [k for k, c in enumerate(tried) if c.train is not None]
     chosen = max(usable, key=lambda k: (tried[k].train.value, -k)) if usable else None  # type: ignore[union-attr]
     # The test items are judged only now, after the choice: nothing about them reaches the writer or the choice.
-    cur_test = await judge_all(call, current, test, policy=policy, retries=retries, contexts=contexts,
-                               unit="current test",
-                               progress=stage(done))
-    done += len(test)
-    usage += sum((j.usage for j in cur_test), Usage())
-    cur_test_rate, cur_test_failed = _agreement(cur_test, test_t, current, pass_at)
+    cur_test, cur_test_rate, cur_test_failed = await judged(current, test, test_t, "current test")
     base = dict(agent_id=agent_id, seed=seed, pass_at=pass_at, human_pass_at=human_pass_at,
                 train_ids=[i.id for i in train], test_ids=[i.id for i in test], candidates=tried, chosen=chosen)
     current_agreement = JudgeAgreement(train=cur_rate, test=cur_test_rate, failed=cur_failed + cur_test_failed)
@@ -265,11 +261,7 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
                          usage=usage, **base)  # type: ignore[arg-type]
     best_text = texts[chosen]
     assert best_text is not None
-    new_test = await judge_all(call, specs[chosen], test, policy=policy, retries=retries, contexts=contexts,
-                               unit=f"revision {chosen + 1} test",
-                               progress=stage(done))
-    usage += sum((j.usage for j in new_test), Usage())
-    new_test_rate, new_test_failed = _agreement(new_test, test_t, specs[chosen], pass_at)
+    new_test, new_test_rate, new_test_failed = await judged(specs[chosen], test, test_t, f"revision {chosen + 1} test")
 
     humans = [v for i in items for v in i.scores if v is not None]
     low, high = min(humans), max(humans)
