@@ -7,7 +7,9 @@ its system prompt is the judging rules put before the pairwise prompt asset, and
 when its winner is the people's (A or B; a judge's Tie is a disagreement; pairs the people tie on are left out,
 counted in human_ties). The labelled items are split once, stratified by the humans' class, with a fixed seed. The revision writer sees only training items (their disagreements, a few
 agreements and the people's critiques); candidates are chosen on training agreement; the chosen one and the
-current judge are then judged on the test items, each once, and compared by McNemar's exact test.
+current judge are then judged on the test items, each once, and compared: pairwise winners by McNemar's exact
+test, scores by a seeded paired bootstrap interval of the drop in mean absolute error (kept only when the whole
+interval is above 0).
 """
 
 from __future__ import annotations
@@ -96,10 +98,13 @@ class Alignment(BaseModel):
     candidates: list[Candidate]
     chosen: int | None = Field(description="Index in candidates of the one scored on test.")
     test_pairs: TestPairs | None = None
-    p_value: float | None = Field(default=None, description="McNemar's exact test, two-sided, on the test pairs.")
+    p_value: float | None = Field(default=None, description=(
+        "McNemar's exact test, two-sided, on the test pairs (pairwise: the keep-rule; scores: pass/fail, reported)."))
     score_gain: ScoreGain | None = Field(default=None, description=(
-        "The scores themselves on test: the revision's gain with a paired bootstrap interval (reported; "
-        "keeping is McNemar's on pass/fail); null with fewer than two items both scored."))
+        "The scores themselves on test: the revision's gain with a paired bootstrap interval (score_text: "
+        "kept only when low > 0); null with fewer than two items both scored, or pairwise."))
+    keep_rule: str = Field(default="", description=(
+        "What decided: 'bootstrap' (scores: score_gain.low > 0) or 'mcnemar' (pairwise: p_value < alpha)."))
     alpha: float = ALPHA
     instructions: str | None = Field(default=None, description="The revised judge's instructions.")
     diff: str = Field(default="", description="Unified diff of the judge's instructions, current to revised.")
@@ -186,6 +191,15 @@ def _shown(items: Sequence[Item], judged: Sequence[Judged], truth: Sequence[Outc
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def keeps(judge: str, pairs: TestPairs, p_value: float, gain: ScoreGain | None) -> bool:
+    """The keep-rule: scores (score_text) when the 95% paired bootstrap interval of the drop in mean absolute
+    error lies wholly above 0; pairwise winners when the revision gets more test items right and McNemar's
+    exact p is below ALPHA."""
+    if judge == "score_text":
+        return gain is not None and gain.low > 0
+    return pairs.only_revised > pairs.only_current and p_value < ALPHA
 
 
 def check_align(items: Sequence[Item], test_fraction: float, candidates: int) -> None:
@@ -319,15 +333,24 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
 
     pairs, p_value = await anyio.to_thread.run_sync(compared)
     gain = None if pairwise else await anyio.to_thread.run_sync(score_gain)  # scipy's bootstrap, off the loop
-    kept = pairs.only_revised > pairs.only_current and p_value < ALPHA
-    conclusion = (f"kept: the revision agrees better on the test items (McNemar exact p = {p_value:.4g} < {ALPHA})"
-                  if kept else f"no significant gain on the test items (McNemar exact p = {p_value:.4g}, "
-                               f"{pairs.only_revised} items only the revision got right, {pairs.only_current} only "
-                               "the current judge): nothing changed")
+    kept = keeps(judge, pairs, p_value, gain)
+    if pairwise:
+        conclusion = (f"kept: the revision agrees better on the test items (McNemar exact p = {p_value:.4g} < {ALPHA})"
+                      if kept else f"no significant gain on the test items (McNemar exact p = {p_value:.4g}, "
+                                   f"{pairs.only_revised} items only the revision got right, {pairs.only_current} "
+                                   "only the current judge): nothing changed")
+    elif gain is None:
+        conclusion = "no significant gain: fewer than two test items scored by both judges: nothing changed"
+    else:
+        interval = f"{gain.value:.4g}, 95% paired bootstrap interval [{gain.low:.4g}, {gain.high:.4g}]"
+        conclusion = (f"kept: the revision scores closer to the people on the test items (mean absolute error "
+                      f"down by {interval}, above 0)" if kept else
+                      f"no significant gain on the test items (mean absolute error down by {interval}, not "
+                      "above 0): nothing changed")
     diff = "".join(unified_diff([f"{line}\n" for line in text.splitlines()],
                                 [f"{line}\n" for line in best_text.splitlines()],
                                 f"current {_sha(text)[:12]}", f"revised {_sha(best_text)[:12]}"))
     revised = JudgeAgreement(train=tried[chosen].train, test=new_test_rate, failed=tried[chosen].failed + new_test_failed)
     return Alignment(kept=kept, conclusion=conclusion, current=current_agreement, revised=revised,
-                     test_pairs=pairs, p_value=p_value, score_gain=gain, instructions=best_text, diff=diff, usage=usage,
-                     **base)  # type: ignore[arg-type]
+                     test_pairs=pairs, p_value=p_value, score_gain=gain, keep_rule="mcnemar" if pairwise else "bootstrap",
+                     instructions=best_text, diff=diff, usage=usage, **base)  # type: ignore[arg-type]
