@@ -12,7 +12,14 @@ from mcp.types import CallToolResult, ResourceLink, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from judges.analysis.judge import BUILTIN, load_category
-from judges.calibration.align import MAX_CANDIDATES, Alignment, agent_criterion, align, check_align
+from judges.calibration.align import (
+    MAX_CANDIDATES,
+    Alignment,
+    agent_criterion,
+    align,
+    check_align,
+    split_items,
+)
 from judges.calibration.certify import (
     DEFAULT_THRESHOLD,
     Certificate,
@@ -354,6 +361,7 @@ def register(mcp: MCPServer[Any]) -> None:
             raise InputError("human_pass_at: pairwise_compare's items name a winner (no pass mark); leave it out")
         judge_pass = default_pass_at(spec) if pass_at is None else pass_at
         human_pass = default_human_pass_at(items, spec) if human_pass_at is None else human_pass_at
+        await anyio.to_thread.run_sync(split_items, items, spec, human_pass, seed, test_fraction)  # refused now
 
         async def work(progress: Progress) -> Alignment:
             result = await align(call, agent.system_prompt, (agent.score_scale.min, agent.score_scale.max), items,

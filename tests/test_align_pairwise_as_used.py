@@ -107,13 +107,15 @@ async def test_certify_judge_on_pairs_with_an_agent_judges_by_its_prompt_and_pin
         tmp_path: Path, fake_server: FakeModelServer) -> None:
     fake_server.respond_with(pair_judge(lambda n, _: True))
     async with judge_mcp(tmp_path / "home", fake_server) as c:
-        agent = (await c.call_tool("create_agent", {"name": "referee", "system_prompt": "OWN RULES."})
+        agent = (await c.call_tool("create_agent", {"name": "referee", "system_prompt": "OWN {{ 7*7 }} RULES."})
                  ).structured_content
         result = await c.call_tool("certify_judge", {"judge": "pairwise_compare", "agent_id": agent["id"],
                                                      "dataset": PAIRS[:4], "background": False})
     assert not result.is_error and result.structured_content["tpr"]["value"] == 1.0
     assert len(result.structured_content["pinned"]["rules"]) == 64
-    assert [r.text().startswith(f"{RULES}OWN RULES.\n\n") for r in fake_server.requests] == [True] * 8
+    # the agent's text as it was written (never rendered as a template), before the pairwise prompt
+    assert [r.text().startswith(f"{RULES}OWN {{{{ 7*7 }}}} RULES.\n\nYou compare two responses")
+            for r in fake_server.requests] == [True] * 8
 
 
 async def test_a_pass_mark_or_a_score_prompt_for_a_pairwise_alignment_is_refused_before_any_model_call(
@@ -127,3 +129,26 @@ async def test_a_pass_mark_or_a_score_prompt_for_a_pairwise_alignment_is_refused
     assert marked.is_error and "human_pass_at: pairwise_compare's items name a winner" in marked.content[0].text
     assert prompted.is_error and "prompt_id: only for judge pairwise_compare" in prompted.content[0].text
     assert fake_server.requests == []
+
+
+async def test_an_unknown_prompt_asset_is_refused_naming_the_closest_before_any_job(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        agent = (await c.call_tool("create_agent", {"name": "r", "system_prompt": "R."})).structured_content
+        result = await c.call_tool("align_judge", {"agent_id": agent["id"], "judge": "pairwise_compare",
+                                                   "prompt_id": "text/assessment/pairwize", "dataset": PAIRS})
+        jobs = (await c.call_tool("list_jobs", {})).structured_content["jobs"]
+    assert result.is_error and "no prompt asset 'text/assessment/pairwize@v1'; the closest: " \
+        "text/assessment/pairwise@v1" in result.content[0].text
+    assert (jobs, fake_server.requests) == ([], [])
+
+
+async def test_pairs_the_people_tie_on_throughout_are_refused_before_any_job(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        agent = (await c.call_tool("create_agent", {"name": "r", "system_prompt": "R."})).structured_content
+        result = await c.call_tool("align_judge", {"agent_id": agent["id"], "judge": "pairwise_compare",
+                                                   "dataset": [{**p, "human_winner": "Tie"} for p in PAIRS]})
+        jobs = (await c.call_tool("list_jobs", {})).structured_content["jobs"]
+    assert result.is_error and "the split left no training or no test items" in result.content[0].text
+    assert (jobs, fake_server.requests) == ([], [])

@@ -153,6 +153,23 @@ def judge_spec(judge: str, text: str, scale: tuple[float, float], prompt_id: str
     return JudgeSpec(judge="score_text", criteria=[agent_criterion(text, scale)])
 
 
+def split_items(items: Sequence[Item], spec: JudgeSpec, human_pass_at: float | None, seed: int,
+                test_fraction: float) -> tuple[list[Item], list[Outcome], list[int], list[int], int]:
+    """The items the people decided (pairs they tie on left out, counted), their classes and the split (train
+    and test indices into them); refused when a side would be empty. Pure: a tool checks it before its job."""
+    labelled = [(i, human_class(i, spec, human_pass_at)) for i in items]
+    decided = [i for i, t in labelled if t != "tie"]
+    truth: list[Outcome] = [t for _, t in labelled if t != "tie"]
+    pairwise = spec.judge == "pairwise_compare"
+    train_i, test_i = split(truth, seed, test_fraction,
+                            [(i.inputs["instruction"], *i.inputs["candidates"]) if pairwise else
+                             (i.inputs["text"], i.inputs.get("instruction") or "") for i in decided])
+    if not train_i or not test_i:
+        raise InputError("dataset: the split left no training or no test items; give at least two labelled items "
+                         "of each class (pass and fail; pairwise: won by A and by B, ties left out)")
+    return decided, truth, train_i, test_i, len(items) - len(decided)
+
+
 def _right(judged: Judged, truth: Outcome, spec: JudgeSpec, pass_at: float | None) -> bool | None:
     said = judge_class(judged, spec, pass_at)
     return None if said == "failed" else said == truth
@@ -226,16 +243,7 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
     check_align(items, test_fraction, candidates)
     pairwise = judge == "pairwise_compare"
     current = judge_spec(judge, text, scale, prompt_id)
-    labelled = [(i, human_class(i, current, human_pass_at)) for i in items]
-    human_ties = sum(t == "tie" for _, t in labelled)
-    items = [i for i, t in labelled if t != "tie"]
-    truth: list[Outcome] = [t for _, t in labelled if t != "tie"]
-    train_i, test_i = split(truth, seed, test_fraction,
-                            [(i.inputs["instruction"], *i.inputs["candidates"]) if pairwise else
-                             (i.inputs["text"], i.inputs.get("instruction") or "") for i in items])
-    if not train_i or not test_i:
-        raise InputError("dataset: the split left no training or no test items; give at least two labelled items "
-                         "of each class (pass and fail; pairwise: won by A and by B)")
+    items, truth, train_i, test_i, human_ties = split_items(items, current, human_pass_at, seed, test_fraction)
     train, test = [items[i] for i in train_i], [items[i] for i in test_i]
     train_t, test_t = [truth[i] for i in train_i], [truth[i] for i in test_i]
     total = len(train) * (1 + candidates) + candidates + 2 * len(test)

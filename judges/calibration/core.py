@@ -356,6 +356,10 @@ def check_spec(spec: JudgeSpec) -> None:
                          "viescore take more, e.g. samples: 3")
     if spec.judge == "score_text" and not spec.criteria:
         raise InputError("score_text calibration needs rubric or criteria, e.g. rubric: \"helpfulness\"")
+    if spec.prompt_id is not None and spec.judge in ("pairwise_compare", "viescore"):  # an unknown asset, now
+        from judges.pairwise.judge import declared_input
+
+        declared_input(spec.prompt_id if "@" in spec.prompt_id else f"{spec.prompt_id}@{spec.prompt_version or 'v1'}")
 
 
 async def calibrate(call: JudgeCall, spec: JudgeSpec, items: Sequence[Item], *, policy: Any, retries: int,
