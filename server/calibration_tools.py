@@ -39,6 +39,7 @@ from judges.inputs.paths import read_resolved, resolve_file
 from judges.progress import Progress
 from judges.reading.samples import check_samples
 from judges.store.agents import Agent, ScoreScale
+from judges.store.prompt_versions import PromptVersions
 from judges.text.rag import guideline_contexts
 from judges.text.scoring import Criterion, resolve_criteria
 
@@ -204,6 +205,11 @@ async def _prepared(ctx: Context, *, judge: JudgeName, dataset: Any, dataset_pat
         found = resolve_criteria(rubric, criteria)
     call = await app.judge_call(ctx, model=model or (agent.model if agent is not None else None), samples=samples,
                                 cache=cache, background=bool(background), resolve=False)
+    rules = agent.system_prompt if judge == "pairwise_compare" and agent is not None else None
+    if prompt_id is not None and judge in ("pairwise_compare", "viescore"):  # an organization's own version too
+        prompt_id, rules = await call.prompt(prompt_id if "@" in prompt_id else f"{prompt_id}@{prompt_version or 'v1'}",
+                                             rules)
+        prompt_version = None
     if background is None:
         call.background = app.jobs is not None and not call.on_host()
     await call.members()
@@ -212,7 +218,7 @@ async def _prepared(ctx: Context, *, judge: JudgeName, dataset: Any, dataset_pat
                      method=method, candidate_type=candidate_type, samples=samples,
                      score_scale=None if score_scale is None else (score_scale.min, score_scale.max),
                      run_gates=run_gates, category=category, category_spec=category_spec,
-                     rules=agent.system_prompt if judge == "pairwise_compare" and agent is not None else None)
+                     rules=rules)
     check_spec(spec)  # refused now, not as a failed background job
     contexts = None
     if agent_id is not None and judge == "score_text" and not own:
@@ -298,9 +304,8 @@ def register(mcp: MCPServer[Any]) -> None:
         category: Annotated[str | None, Field(description="evaluate_analysis: the category.")] = None,
         run_gates: Annotated[bool, Field(description="judge_code: also run its gates.")] = False,
         verdicts: Annotated[list[str | float | bool] | None, Field(max_length=1_000_000, description=(
-            "An unlabelled run's verdicts (pass/fail, A/B/Tie, scores): their pass rate corrected."))] = None,
-        verdicts_fingerprint: Annotated[str | None, Field(description=(
-            "The verdicts' judge's fingerprint (corrected.covered)."))] = None,
+            "An unlabelled run's verdicts: pass rate corrected."))] = None,
+        verdicts_fingerprint: Annotated[str | None, Field(description="Their judge's fingerprint.")] = None,
         background: ListedBackground = None,
         cache: UseCache = True,
         client_roots: ClientRoots = None,
@@ -329,7 +334,7 @@ def register(mcp: MCPServer[Any]) -> None:
     @tool_errors
     async def align_judge(
         ctx: Context,
-        agent_id: Annotated[str, Field(description="The agent whose prompt judges.")],
+        agent_id: Annotated[str | None, Field(description="The agent whose prompt judges.")] = None,
         judge: Literal["score_text", "pairwise_compare"] = "score_text",
         prompt_id: ListedPromptId = None,
         dataset: ListedDataset = None,
@@ -345,14 +350,17 @@ def register(mcp: MCPServer[Any]) -> None:
         cache: UseCache = True,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(Alignment)]:
-        """Improve an agent's judging prompt (score_text criterion or pairwise rules) from labels (optional human_critique):
-        kept as a new agent only if significantly better on held-out items. Other arguments as in certify_judge."""
+        """Improve a judge from labels (optional human_critique): an agent's prompt (score_text criterion, pairwise
+        rules) or a pairwise prompt_id's rules; kept as a new agent or prompt version only if significantly better on
+        held-out items. Other arguments as in certify_judge."""
+        if agent_id is None and (judge != "pairwise_compare" or prompt_id is None):
+            raise InputError("agent_id: the agent to improve, e.g. agent_id: \"<id from list_agents>\"; or, for judge "
+                             "pairwise_compare, the prompt asset's rules: prompt_id: \"text/assessment/pairwise\"")
         app, org, items, spec, call, policy, contexts, agent, _ = await _prepared(
             ctx, judge=judge, dataset=dataset, dataset_path=dataset_path, agent_id=agent_id, model=model,
             prompt_id=prompt_id, prompt_version=None, rubric=None, criteria=None, method="direct",
             candidate_type="auto", score_scale=None, samples=1, cache=cache, background=background,
             client_roots=client_roots)
-        assert agent is not None
         check_align(items, test_fraction, candidates)
         check_pass_at(spec, pass_at)
         if prompt_id is not None and judge != "pairwise_compare":
@@ -363,13 +371,25 @@ def register(mcp: MCPServer[Any]) -> None:
         human_pass = default_human_pass_at(items, spec) if human_pass_at is None else human_pass_at
         await anyio.to_thread.run_sync(split_items, items, spec, human_pass, seed, test_fraction)  # refused now
 
+        given = None if prompt_id is None else prompt_id if "@" in prompt_id else f"{prompt_id}@v1"
+
         async def work(progress: Progress) -> Alignment:
-            result = await align(call, agent.system_prompt, (agent.score_scale.min, agent.score_scale.max), items,
-                                 agent_id=agent.id, pass_at=judge_pass, human_pass_at=human_pass, judge=judge,
-                                 prompt_id=prompt_id, seed=seed,
+            # An agent: its prompt is revised (an organization's prompt version keeps its rules first, in compare);
+            # a prompt asset: its rules (none for a shipped asset), before the shipped asset it builds on.
+            text, judged_prompt = (agent.system_prompt, given) if agent is not None else (spec.rules or "",
+                                                                                         spec.prompt_id)
+            scale = (agent.score_scale.min, agent.score_scale.max) if agent is not None else (0.0, 100.0)
+            result = await align(call, text, scale, items, agent_id=agent_id, pass_at=judge_pass,
+                                 human_pass_at=human_pass, judge=judge, prompt_id=judged_prompt, seed=seed,
                                  test_fraction=test_fraction, candidates=candidates, policy=policy,
                                  retries=app.settings.pairwise_retries, contexts=contexts, progress=progress)
-            if result.kept and result.instructions is not None:
+            result.prompt_id = given
+            if result.kept and result.instructions is not None and agent is None:
+                assert spec.prompt_id is not None
+                version = await app.store(PromptVersions(app.db).save, org, spec.prompt_id, result.instructions)
+                result.new_prompt_id = version.id
+            elif result.kept and result.instructions is not None:
+                assert agent is not None
                 kept = await app.store(app.agents.create, org, name=f"{agent.name} (aligned)"[:100],
                                        system_prompt=result.instructions,
                                        evaluation_categories=agent.evaluation_categories,

@@ -82,10 +82,14 @@ class ScoreGain(BaseModel):
 
 class Alignment(BaseModel):
     kept: bool = Field(description="The revision agrees significantly better on the test items and was kept "
-                                   "as a new agent (new_agent_id); otherwise nothing changed.")
+                                   "as a new agent (new_agent_id) or prompt version (new_prompt_id); otherwise "
+                                   "nothing changed.")
     conclusion: str
-    agent_id: str
+    agent_id: str | None = Field(description="The agent aligned; null when a prompt asset is (prompt_id).")
     new_agent_id: str | None = None
+    prompt_id: str | None = Field(default=None, description="Pairwise: the prompt asset (or version) judged.")
+    new_prompt_id: str | None = Field(default=None, description=(
+        "Kept from a prompt asset: the organization's new version, <name>@v<N>, as pairwise_compare's prompt_id."))
     judge: str = Field(default="score_text", description="The judged tool: score_text or pairwise_compare.")
     seed: int
     pass_at: float | None = Field(description="score_text: the judge's pass mark; pairwise: null (A passes).")
@@ -146,10 +150,10 @@ def split(classes: Sequence[Outcome], seed: int, test_fraction: float,
 
 
 def judge_spec(judge: str, text: str, scale: tuple[float, float], prompt_id: str | None = None) -> JudgeSpec:
-    """The judge an agent's text makes: score_text's one criterion on the agent's scale, or pairwise_compare's
-    judging rules before the prompt asset (`prompt_id`, default the text pairwise prompt)."""
+    """The judge a text makes: score_text's one criterion on the agent's scale, or pairwise_compare's judging
+    rules before the prompt asset (`prompt_id`, default the text pairwise prompt; no text: no rules)."""
     if judge == "pairwise_compare":
-        return JudgeSpec(judge="pairwise_compare", prompt_id=prompt_id, rules=text)
+        return JudgeSpec(judge="pairwise_compare", prompt_id=prompt_id, rules=text or None)
     return JudgeSpec(judge="score_text", criteria=[agent_criterion(text, scale)])
 
 
@@ -206,6 +210,15 @@ def _shown(items: Sequence[Item], judged: Sequence[Judged], truth: Sequence[Outc
     return wrong[:MAX_SHOWN], right[:MAX_SHOWN // 4]
 
 
+def _asset(prompt_id: str | None) -> str:
+    """The pairwise prompt the rules go before, as the judge reads it, with placeholders for the item."""
+    import prompts
+    from judges.pairwise.judge import DEFAULT_PROMPTS
+
+    return prompts.render(prompt_id or DEFAULT_PROMPTS[("pairwise", "text")], instruction="(the instruction)",
+                          response_a="(response A)", response_b="(response B)")
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -232,7 +245,7 @@ def check_align(items: Sequence[Item], test_fraction: float, candidates: int) ->
 
 
 async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: Sequence[Item], *,
-                agent_id: str, pass_at: float | None, human_pass_at: float | None, judge: str = "score_text",
+                agent_id: str | None, pass_at: float | None, human_pass_at: float | None, judge: str = "score_text",
                 prompt_id: str | None = None, seed: int = 0, test_fraction: float = 0.3,
                 candidates: int = 2, policy: Any = None, retries: int = 1, contexts: Contexts | None = None,
                 progress: Progress = no_progress) -> Alignment:
@@ -279,7 +292,8 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
                 "pass_at": f"{scale[0] + (scale[1] - scale[0]) * pass_at / 100:g}"}
             written = await ask(await call.client(), f"calibration/{'revise_pairwise' if pairwise else 'revise'}@v1",
                                 Revision, max_tokens=4096, judge=text, disagreements=wrong, agreements=right,
-                                candidate=k + 1, candidates=candidates, focus=FOCUS[k], **on_scale)
+                                candidate=k + 1, candidates=candidates, focus=FOCUS[k],
+                                **(on_scale if not pairwise else {"asset": _asset(prompt_id)}))
             done += 1
             usage += written.usage
             if written.value is None:
@@ -299,7 +313,7 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
     chosen = max(usable, key=lambda k: (tried[k].train.value, -k)) if usable else None  # type: ignore[union-attr]
     # The test items are judged only now, after the choice: nothing about them reaches the writer or the choice.
     cur_test, cur_test_rate, cur_test_failed = await judged(current, test, test_t, "current test")
-    base = dict(agent_id=agent_id, judge=judge, seed=seed, pass_at=pass_at, human_pass_at=human_pass_at,
+    base = dict(agent_id=agent_id, prompt_id=prompt_id if pairwise else None, judge=judge, seed=seed, pass_at=pass_at, human_pass_at=human_pass_at,
                 human_ties=human_ties,
                 train_ids=[i.id for i in train], test_ids=[i.id for i in test], candidates=tried, chosen=chosen)
     current_agreement = JudgeAgreement(train=cur_rate, test=cur_test_rate, failed=cur_failed + cur_test_failed)

@@ -469,8 +469,6 @@ async def compare(call: JudgeCall, *, instruction: str, candidates: Sequence[str
         if not (math.isfinite(low) and math.isfinite(high)) or low >= high:
             raise InputError(f"score_scale: min must be below max, e.g. {{\"min\": 0, \"max\": 10}} "
                              f"(got {low:g}–{high:g})")
-    if rules is not None and method != "pairwise":
-        raise InputError("judging rules (an agent's prompt) apply to method pairwise")
     if logprobs and method != "viescore":
         raise InputError("expected_score applies to method viescore (a score read from token probabilities)")
     if method == "pairwise" and len(candidates) != 2:
@@ -488,6 +486,9 @@ async def compare(call: JudgeCall, *, instruction: str, candidates: Sequence[str
         prompt_id = f"{prompt_id}@{prompt_version or 'v1'}"
     elif prompt_version is not None and not prompt_id.endswith(f"@{prompt_version}"):
         raise InputError("give the version either in prompt_id (…@v2) or in prompt_version, not both differently")
+    prompt_id, rules = await call.prompt(prompt_id, rules)  # an organization's own version: its asset and rules
+    if rules is not None and method != "pairwise":
+        raise InputError("judging rules (an agent's prompt, or a kept prompt version) apply to method pairwise")
     from judges.inputs.images import load_image_async
 
     source = await load_image_async(input_image, policy) if input_image is not None else None
