@@ -6,6 +6,7 @@ loopback fake model behind the real OpenAI SDK."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -86,11 +87,23 @@ async def test_an_organizations_prompt_version_survives_a_restart_and_no_other_o
     assert len(fake_server.requests) == seen + 2  # org-b's calls asked no model
 
 
-def test_a_version_is_numbered_past_the_shipped_and_stored_ones_per_organization(tmp_path: Path) -> None:
-    versions = PromptVersions(Database(tmp_path / "state.db"))
+def test_a_version_is_numbered_past_the_shipped_and_stored_ones_per_organization(db: Database) -> None:
+    versions = PromptVersions(db)
     first = versions.save("org-a", f"{ASSET}@v1", "R1")
     second = versions.save("org-a", f"{ASSET}@v1", "R2")
     other = versions.save("org-b", f"{ASSET}@v1", "B1")
     assert (first.id, second.id, other.id) == (f"{ASSET}@v2", f"{ASSET}@v3", f"{ASSET}@v2")
     assert versions.get("org-a", f"{ASSET}@v3") == second and versions.get("org-b", f"{ASSET}@v3") is None
     assert versions.get("org-a", f"{ASSET}@v1") is None  # the shipped asset is not a stored version
+
+
+def test_versions_kept_at_the_same_time_each_get_their_own_number(db: Database) -> None:
+    versions = PromptVersions(db)
+    kept: list[str] = []
+    threads = [threading.Thread(target=lambda i=i: kept.append(versions.save("org-a", f"{ASSET}@v1", f"R{i}").id))
+               for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(kept) == [f"{ASSET}@v{n}" for n in range(2, 6)]

@@ -39,18 +39,15 @@ class PromptVersions:
     def save(self, org: str, base: str, rules: str) -> PromptVersion:
         """A new version of `base`'s name for `org`: the shipped asset `base` with `rules` before it."""
         name = base.split("@")[0]
-        for _ in range(5):  # another replica may take the same number at once: the primary key refuses one
-            try:
-                with self.db.transaction() as conn:
-                    rows = conn.execute("SELECT MAX(version) AS v FROM prompt_versions WHERE organization_id=? "
-                                        "AND name=?", (org, name)).fetchall()
-                    stored = rows[0]["v"] if rows and rows[0]["v"] is not None else 0
-                    version = max([int(stored), *_shipped_versions(name)]) + 1
-                    conn.execute("INSERT INTO prompt_versions (organization_id, name, version, base, rules, "
-                                 "created_at) VALUES (?,?,?,?,?,?)", (org, name, version, base, rules, timestamp()))
-            except Exception as exc:  # a unique violation (sqlite3 or psycopg): number it again
-                if "unique" not in str(exc).lower() and "duplicate" not in str(exc).lower():
-                    raise
-                continue
-            return PromptVersion(id=f"{name}@v{version}", base=base, rules=rules)
-        raise RuntimeError(f"could not number a new version of {name}")
+        for _ in range(5):  # another replica may take the same number at once: its row stays, this one numbers again
+            with self.db.transaction() as conn:
+                rows = conn.execute("SELECT MAX(version) AS v FROM prompt_versions WHERE organization_id=? AND name=?",
+                                    (org, name)).fetchall()
+                stored = rows[0]["v"] if rows and rows[0]["v"] is not None else 0
+                version = max([int(stored), *_shipped_versions(name)]) + 1
+                added = conn.execute("INSERT INTO prompt_versions (organization_id, name, version, base, rules, "
+                                     "created_at) VALUES (?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+                                     (org, name, version, base, rules, timestamp())).rowcount
+            if added:
+                return PromptVersion(id=f"{name}@v{version}", base=base, rules=rules)
+        raise RuntimeError(f"could not number a new version of {name}: five others were kept at the same time")
