@@ -65,14 +65,14 @@ async def align_pairs(tmp_path: Path, fake_server: FakeModelServer, revised_judg
     return result.structured_content, agents
 
 
-def assert_test_pairs_only_judged(fake_server: FakeModelServer) -> None:
+def assert_test_pairs_only_judged(fake_server: FakeModelServer, starts: tuple[str, ...] = (RULES,)) -> None:
     texts = [r.text() for r in fake_server.requests]
     writers = [i for i, t in enumerate(texts) if WRITER in t]
     test_texts = [f"PAIR-{n} first" for n in TEST]
     assert writers and all(not any(x in texts[i] for x in test_texts) for i in writers)
     with_test = [i for i, t in enumerate(texts) if any(x in t for x in test_texts)]
     assert min(with_test) > max(writers)  # judged only after every revision was written and chosen
-    assert all(sum(x in texts[i] for x in test_texts) == 1 and texts[i].startswith(RULES) for i in with_test)
+    assert all(sum(x in texts[i] for x in test_texts) == 1 and texts[i].startswith(starts) for i in with_test)
     assert not any("TIED" in t for t in texts)  # the people's tie is left out: never judged, never shown
 
 

@@ -15,7 +15,14 @@ import pytest
 from judges.store.database import Database
 from judges.store.prompt_versions import PromptVersions
 from tests.fake_model_server import FakeModelServer, Recorded, Scripted
-from tests.test_align_pairwise_as_used import PAIRS, RULES, WRITER, current_judge, pair_judge
+from tests.test_align_pairwise_as_used import (
+    PAIRS,
+    RULES,
+    WRITER,
+    assert_test_pairs_only_judged,
+    current_judge,
+    pair_judge,
+)
 from tests.test_http_access import client, start, stop
 from tests.test_text_tools_as_used import judge_mcp
 
@@ -39,6 +46,7 @@ async def test_an_alignment_of_a_prompt_asset_is_kept_as_a_version_pairwise_comp
         aligned = await c.call_tool("align_judge", {"judge": "pairwise_compare", "prompt_id": ASSET,
                                                     "dataset": PAIRS, "background": False})
         judged_before = len(fake_server.requests)
+        assert_test_pairs_only_judged(fake_server, (RULES, "You compare two responses"))
         compared = await c.call_tool("pairwise_compare", {**PAIR, "prompt_id": f"{ASSET}@v2"})
     report = aligned.structured_content
     assert (report["kept"], report["agent_id"], report["prompt_id"], report["new_prompt_id"]) == (
