@@ -56,7 +56,10 @@ class JudgeCall:
     samples: int = 1
     background: bool = False
     agents: Callable[[], Awaitable[Sequence[Agent]]] | None = None  # the agents it judges with, when agents judge
+    # The organization's own prompt versions (judges/store/prompt_versions.py): id -> (shipped base, rules) or None
+    versions: Callable[[str], Awaitable[tuple[str, str] | None]] | None = None
     _resolved: dict[tuple[str | None, str | None], ModelClient] = field(default_factory=dict, repr=False)
+    _versions: dict[str, tuple[str, str] | None] = field(default_factory=dict, repr=False)
 
     async def _resolve(self, model: str | None, agent_model: str | None = None) -> ModelClient:
         key = (model, agent_model)
@@ -83,6 +86,18 @@ class JudgeCall:
         if names:
             return [(name, await self._resolve(name)) for name in names]
         return [(None, await self._resolve(self.model, agent.model if agent is not None else None))]
+
+    async def prompt(self, prompt_id: str, rules: str | None = None) -> tuple[str, str | None]:
+        """A prompt id as the judge renders it: (the shipped asset, the judging rules before it). An id that is
+        the organization's own version (align_judge keeps them) is its base asset with its rules first, then
+        `rules` (an agent's); any other id is itself (the loader names an unknown one)."""
+        if prompt_id not in self._versions:  # asked once per call (a calibration renders it for every item)
+            self._versions[prompt_id] = await self.versions(prompt_id) if self.versions is not None else None
+        stored = self._versions[prompt_id]
+        if stored is None:
+            return prompt_id, rules
+        base, own = stored
+        return base, own if rules is None else f"{own}\n\n{rules}"
 
     async def client(self, agent: Agent | None = None) -> ModelClient:
         """The one model of a judge that asks one model (a jury's first juror when the call names a jury)."""

@@ -12,7 +12,14 @@ from mcp.types import CallToolResult, ResourceLink, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from judges.analysis.judge import BUILTIN, load_category
-from judges.calibration.align import MAX_CANDIDATES, Alignment, agent_criterion, align, check_align
+from judges.calibration.align import (
+    MAX_CANDIDATES,
+    Alignment,
+    agent_criterion,
+    align,
+    check_align,
+    split_items,
+)
 from judges.calibration.certify import (
     DEFAULT_THRESHOLD,
     Certificate,
@@ -32,6 +39,7 @@ from judges.inputs.paths import read_resolved, resolve_file
 from judges.progress import Progress
 from judges.reading.samples import check_samples
 from judges.store.agents import Agent, ScoreScale
+from judges.store.prompt_versions import PromptVersions
 from judges.text.rag import guideline_contexts
 from judges.text.scoring import Criterion, resolve_criteria
 
@@ -59,8 +67,8 @@ CertifyJudge = Annotated[Literal["pairwise_compare", "score_text", "viescore", "
                          Field(description="calibrate_judge's, judge_code (accept passes) or evaluate_analysis; items: "
                                                      "human_verdict.")]
 AgentId = Annotated[str | None, Field(description=(
-    "Its model judges; score_text: its guidelines as context, else (no rubric) its prompt as criterion."))]
-Model = Annotated[str | None, Field(description="The model to check; default: the agent's, else the server's.")]
+    "Its model judges; its prompt: pairwise rules, score_text's criterion (no rubric; else its guidelines)."))]
+Model = Annotated[str | None, Field(description="Default: the agent's model, else the server's.")]
 PromptId = Annotated[str | None, Field(description="pairwise_compare/viescore: the prompt asset.")]
 Rubric = Annotated[str | list[str] | None, Field(description="score_text: its rubric(s).")]
 Criteria = Annotated[list[Criterion] | None, Field(description="score_text: custom criteria.", json_schema_extra={
@@ -197,6 +205,11 @@ async def _prepared(ctx: Context, *, judge: JudgeName, dataset: Any, dataset_pat
         found = resolve_criteria(rubric, criteria)
     call = await app.judge_call(ctx, model=model or (agent.model if agent is not None else None), samples=samples,
                                 cache=cache, background=bool(background), resolve=False)
+    rules = agent.system_prompt if judge == "pairwise_compare" and agent is not None else None
+    if prompt_id is not None and judge in ("pairwise_compare", "viescore"):  # an organization's own version too
+        prompt_id, rules = await call.prompt(prompt_id if "@" in prompt_id else f"{prompt_id}@{prompt_version or 'v1'}",
+                                             rules)
+        prompt_version = None
     if background is None:
         call.background = app.jobs is not None and not call.on_host()
     await call.members()
@@ -204,7 +217,8 @@ async def _prepared(ctx: Context, *, judge: JudgeName, dataset: Any, dataset_pat
     spec = JudgeSpec(judge=judge, prompt_id=prompt_id, prompt_version=prompt_version, criteria=found,
                      method=method, candidate_type=candidate_type, samples=samples,
                      score_scale=None if score_scale is None else (score_scale.min, score_scale.max),
-                     run_gates=run_gates, category=category, category_spec=category_spec)
+                     run_gates=run_gates, category=category, category_spec=category_spec,
+                     rules=rules)
     check_spec(spec)  # refused now, not as a failed background job
     contexts = None
     if agent_id is not None and judge == "score_text" and not own:
@@ -290,9 +304,8 @@ def register(mcp: MCPServer[Any]) -> None:
         category: Annotated[str | None, Field(description="evaluate_analysis: the category.")] = None,
         run_gates: Annotated[bool, Field(description="judge_code: also run its gates.")] = False,
         verdicts: Annotated[list[str | float | bool] | None, Field(max_length=1_000_000, description=(
-            "An unlabelled run's verdicts (pass/fail, A/B/Tie, scores): their pass rate corrected."))] = None,
-        verdicts_fingerprint: Annotated[str | None, Field(description=(
-            "The verdicts' judge's fingerprint (corrected.covered)."))] = None,
+            "An unlabelled run's verdicts: pass rate corrected."))] = None,
+        verdicts_fingerprint: Annotated[str | None, Field(description="Their judge's fingerprint.")] = None,
         background: ListedBackground = None,
         cache: UseCache = True,
         client_roots: ClientRoots = None,
@@ -321,42 +334,62 @@ def register(mcp: MCPServer[Any]) -> None:
     @tool_errors
     async def align_judge(
         ctx: Context,
-        agent_id: Annotated[str, Field(description=(
-            "The agent to improve: its system prompt judges (score_text, its score_scale)."))],
+        agent_id: Annotated[str | None, Field(description="The agent whose prompt judges.")] = None,
+        judge: Literal["score_text", "pairwise_compare"] = "score_text",
+        prompt_id: ListedPromptId = None,
         dataset: ListedDataset = None,
         dataset_path: ListedDatasetPath = None,
         model: ListedModel = None,
         pass_at: ListedPassAt = None,
         human_pass_at: ListedHumanPassAt = None,
-        seed: Annotated[int, Field(description="The stratified train/test split's seed.")] = 0,
-        test_fraction: Annotated[float, Field(gt=0, lt=1, description="Share of each class held out.")] = 0.3,
+        seed: Annotated[int, Field(description="The split's seed.")] = 0,
+        test_fraction: Annotated[float, Field(gt=0, lt=1, description="Held-out share.")] = 0.3,
         candidates: Annotated[int, Field(ge=1, le=MAX_CANDIDATES, description=(
-            "Revisions tried on train; the best is scored on test."))] = 2,
+            "Revisions tried on train."))] = 2,
         background: ListedBackground = None,
         cache: UseCache = True,
         client_roots: ClientRoots = None,
     ) -> Annotated[CallToolResult, or_job(Alignment)]:
-        """Improve an agent's judging prompt from human labels (score_text items; optional human_critique): a revision
-        is kept as a new agent only when better on held-out items (McNemar p < 0.05). Other arguments as in
-        certify_judge."""
+        """Improve a judge from labels (optional human_critique): an agent's prompt (score_text criterion, pairwise
+        rules) or a pairwise prompt_id's rules; kept as a new agent or prompt version only if significantly better on
+        held-out items. Other arguments as in certify_judge."""
+        if agent_id is None and (judge != "pairwise_compare" or prompt_id is None):
+            raise InputError("agent_id: the agent to improve, e.g. agent_id: \"<id from list_agents>\"; or, for judge "
+                             "pairwise_compare, the prompt asset's rules: prompt_id: \"text/assessment/pairwise\"")
         app, org, items, spec, call, policy, contexts, agent, _ = await _prepared(
-            ctx, judge="score_text", dataset=dataset, dataset_path=dataset_path, agent_id=agent_id, model=model,
-            prompt_id=None, prompt_version=None, rubric=None, criteria=None, method="direct",
+            ctx, judge=judge, dataset=dataset, dataset_path=dataset_path, agent_id=agent_id, model=model,
+            prompt_id=prompt_id, prompt_version=None, rubric=None, criteria=None, method="direct",
             candidate_type="auto", score_scale=None, samples=1, cache=cache, background=background,
             client_roots=client_roots)
-        assert agent is not None
         check_align(items, test_fraction, candidates)
         check_pass_at(spec, pass_at)
+        if prompt_id is not None and judge != "pairwise_compare":
+            raise InputError("prompt_id: only for judge pairwise_compare (the prompt its rules go before); leave it out")
+        if human_pass_at is not None and judge == "pairwise_compare":
+            raise InputError("human_pass_at: pairwise_compare's items name a winner (no pass mark); leave it out")
         judge_pass = default_pass_at(spec) if pass_at is None else pass_at
         human_pass = default_human_pass_at(items, spec) if human_pass_at is None else human_pass_at
-        assert judge_pass is not None and human_pass is not None
+        await anyio.to_thread.run_sync(split_items, items, spec, human_pass, seed, test_fraction)  # refused now
+
+        given = None if prompt_id is None else prompt_id if "@" in prompt_id else f"{prompt_id}@v1"
 
         async def work(progress: Progress) -> Alignment:
-            result = await align(call, agent.system_prompt, (agent.score_scale.min, agent.score_scale.max), items,
-                                 agent_id=agent.id, pass_at=judge_pass, human_pass_at=human_pass, seed=seed,
+            # An agent: its prompt is revised (an organization's prompt version keeps its rules first, in compare);
+            # a prompt asset: its rules (none for a shipped asset), before the shipped asset it builds on.
+            text, judged_prompt = (agent.system_prompt, given) if agent is not None else (spec.rules or "",
+                                                                                         spec.prompt_id)
+            scale = (agent.score_scale.min, agent.score_scale.max) if agent is not None else (0.0, 100.0)
+            result = await align(call, text, scale, items, agent_id=agent_id, pass_at=judge_pass,
+                                 human_pass_at=human_pass, judge=judge, prompt_id=judged_prompt, seed=seed,
                                  test_fraction=test_fraction, candidates=candidates, policy=policy,
                                  retries=app.settings.pairwise_retries, contexts=contexts, progress=progress)
-            if result.kept and result.instructions is not None:
+            result.prompt_id = given
+            if result.kept and result.instructions is not None and agent is None:
+                assert spec.prompt_id is not None
+                version = await app.store(PromptVersions(app.db).save, org, spec.prompt_id, result.instructions)
+                result.new_prompt_id = version.id
+            elif result.kept and result.instructions is not None:
+                assert agent is not None
                 kept = await app.store(app.agents.create, org, name=f"{agent.name} (aligned)"[:100],
                                        system_prompt=result.instructions,
                                        evaluation_categories=agent.evaluation_categories,

@@ -34,6 +34,7 @@ from judges.store.guidelines import SEARCH_READY, Guidelines, IngestSettings
 from judges.store.jobs import JobStore
 from judges.store.leases import Leases, cutoff
 from judges.store.metering import Metering
+from judges.store.prompt_versions import PromptVersions
 from judges.store.results import ResultCache
 from judges.store.usage import UsageLedger
 from rag.warmup import Warmup, freeze_heap, import_imaging, import_numpy
@@ -96,8 +97,12 @@ class AppContext:
         def host_model(name: str | None, agent_model: str | None) -> bool:
             return self.models.host_model(name, agent_model, offered=sampling is not None)
 
+        async def versions(prompt_id: str) -> tuple[str, str] | None:  # the organization's own prompt versions
+            found = await self.store(PromptVersions(self.db).get, org, prompt_id)
+            return None if found is None else (found.base, found.rules)
+
         call = JudgeCall(resolve_model, host_model, model=model, models=spell_jury(models) if models is not None else (),
-                         samples=samples, background=background, agents=agents)
+                         samples=samples, background=background, agents=agents, versions=versions)
         if resolve:
             await call.members()
         return call

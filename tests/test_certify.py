@@ -8,7 +8,8 @@ import math
 import pytest
 
 from judges.calibration import stats
-from judges.calibration.align import split
+from judges.calibration.align import ScoreGain, keeps, split
+from judges.calibration.align import TestPairs as Pairs
 from judges.calibration.certify import certificate, fingerprint, pin
 from judges.calibration.core import Judged, JudgeSpec
 from judges.calibration.dataset import Item
@@ -146,3 +147,21 @@ def test_a_paired_bootstrap_interval_matches_scipys_on_the_same_pairs_and_seed()
 
 def test_a_paired_bootstrap_of_one_pair_is_none() -> None:
     assert stats.paired_bootstrap([0.5], [0.1], seed=0) is None
+
+
+NO_FLIPS = Pairs(both_right=10, only_current=0, only_revised=0, both_wrong=0, left_out=0)
+SIX_FLIPS = Pairs(both_right=4, only_current=0, only_revised=6, both_wrong=0, left_out=0)
+
+
+def test_a_score_revision_is_kept_when_its_bootstrap_interval_is_above_zero_even_with_no_pass_fail_flip() -> None:
+    assert keeps("score_text", NO_FLIPS, 1.0, ScoreGain(n=10, value=0.3, low=0.01, high=0.5)) is True
+
+
+def test_a_score_revision_whose_bootstrap_interval_reaches_zero_is_rejected_even_with_mcnemar_significant() -> None:
+    assert keeps("score_text", SIX_FLIPS, 0.03125, ScoreGain(n=10, value=0.2, low=0.0, high=0.4)) is False
+    assert keeps("score_text", SIX_FLIPS, 0.03125, None) is False
+
+
+def test_a_pairwise_revision_is_kept_on_mcnemars_exact_test_alone() -> None:
+    assert keeps("pairwise_compare", SIX_FLIPS, 0.03125, None) is True
+    assert keeps("pairwise_compare", NO_FLIPS, 1.0, ScoreGain(n=10, value=0.3, low=0.1, high=0.5)) is False

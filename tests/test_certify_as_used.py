@@ -134,6 +134,7 @@ async def test_a_revision_that_wins_on_train_but_not_on_test_is_rejected(
     assert report["revised"]["train"]["value"] == 1.0 and report["current"]["train"]["value"] < 1.0
     assert report["revised"]["test"]["value"] == report["current"]["test"]["value"]
     assert report["p_value"] == 1.0 and report["conclusion"].startswith("no significant gain")
+    assert report["keep_rule"] == "bootstrap" and "interval [0, 0], not above 0" in report["conclusion"]
     assert report["score_gain"] == pytest.approx({"measure": report["score_gain"]["measure"], "n": len(TEST),
                                                   "value": 0.0, "low": 0.0, "high": 0.0})
     assert report["test_ids"] == [f"ITEM-{n}" for n in TEST] and len(agents) == 1
@@ -157,6 +158,40 @@ async def test_a_revision_that_wins_on_train_and_on_test_is_kept_as_a_new_agent(
     assert kept[0]["name"] == "grader (aligned)" and kept[0]["system_prompt"].startswith("REVISED")
     assert len(agents) == 2
     assert_test_items_only_judged(fake_server)
+
+
+async def test_a_revision_scoring_closer_on_test_is_kept_on_its_bootstrap_interval_with_no_pass_fail_flip(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # The current judge is right on every test item's pass/fail, at 60–70 (pass) or 30–40 (fail); the revision
+    # says the same at 90 or 10: McNemar has no discordant pair (p = 1), the scores are closer on every item.
+    def score(n: int, text: str) -> float:
+        if "REVISED" in text:
+            return 90.0 if n < 20 else 10.0
+        if n in TRAIN and n in HARD:
+            return 10.0 if n < 20 else 90.0
+        return (60.0 + 10 * (n % 2)) if n < 20 else (40.0 - 10 * (n % 2))
+
+    def respond(rec: Recorded) -> Scripted:
+        text = rec.text()
+        if WRITER in text:
+            return Scripted(text=json.dumps({"instructions": "REVISED: be decisive.", "rationale": "r"}))
+        n = int(re.search(r"ITEM-(\d+) answer", text).group(1))  # type: ignore[union-attr]
+        return Scripted(text=json.dumps({"reasoning": "r", "score": score(n, text)}))
+
+    fake_server.respond_with(respond)
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        agent = (await c.call_tool("create_agent", {"name": "grader", "system_prompt": "CURRENT."})).structured_content
+        report = await call(c, "align_judge", agent_id=agent["id"], dataset=ITEMS, background=False)
+    current = [abs(score(n, "") / 100 - (n < 20)) for n in TEST]  # by hand: each item's error on 0–1
+    revised = [abs(score(n, "REVISED") / 100 - (n < 20)) for n in TEST]
+    value, low, high = stats.paired_bootstrap(current, revised, seed=0)  # type: ignore[misc]
+    assert report["test_pairs"]["only_current"] == report["test_pairs"]["only_revised"] == 0
+    assert report["p_value"] == 1.0 and (report["kept"], report["keep_rule"]) == (True, "bootstrap")
+    assert value == pytest.approx(sum(c - r for c, r in zip(current, revised, strict=True)) / len(TEST))
+    assert (report["score_gain"]["value"], report["score_gain"]["low"], report["score_gain"]["high"]) == \
+        pytest.approx((value, low, high)) and low > 0
+    assert report["conclusion"].startswith("kept: the revision scores closer to the people")
+    assert report["new_agent_id"] is not None
 
 
 async def test_a_pass_mark_off_the_judges_scale_is_refused_before_any_model_call(

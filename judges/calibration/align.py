@@ -2,10 +2,14 @@
 only when it agrees with them significantly better on held-out items.
 
 The agent judges as score_text with one criterion, its system prompt, on its score scale; a score at or above
-`pass_at` is a pass (the binary judgement certify_judge reads). The labelled items are split once, stratified by
-the humans' class, with a fixed seed. The revision writer sees only training items (their disagreements, a few
+`pass_at` is a pass (the binary judgement certify_judge reads). Or it judges as pairwise_compare (both orders):
+its system prompt is the judging rules put before the pairwise prompt asset, and the judge agrees with an item
+when its winner is the people's (A or B; a judge's Tie is a disagreement; pairs the people tie on are left out,
+counted in human_ties). The labelled items are split once, stratified by the humans' class, with a fixed seed. The revision writer sees only training items (their disagreements, a few
 agreements and the people's critiques); candidates are chosen on training agreement; the chosen one and the
-current judge are then judged on the test items, each once, and compared by McNemar's exact test.
+current judge are then judged on the test items, each once, and compared: pairwise winners by McNemar's exact
+test, scores by a seeded paired bootstrap interval of the drop in mean absolute error (kept only when the whole
+interval is above 0).
 """
 
 from __future__ import annotations
@@ -46,8 +50,8 @@ class Revision(JudgeModel):
 
 
 class JudgeAgreement(BaseModel):
-    train: Rate | None = Field(description="Agreement with the people's pass/fail on training items, "
-                                           "with its 95% Wilson interval.")
+    train: Rate | None = Field(description="Agreement with the people's pass/fail (pairwise: winner) on training "
+                                           "items, with its 95% Wilson interval.")
     test: Rate | None = Field(default=None, description="The same on the held-out test items.")
     failed: int = Field(default=0, description="Items the judge returned no score for (left out of the rates).")
 
@@ -78,13 +82,19 @@ class ScoreGain(BaseModel):
 
 class Alignment(BaseModel):
     kept: bool = Field(description="The revision agrees significantly better on the test items and was kept "
-                                   "as a new agent (new_agent_id); otherwise nothing changed.")
+                                   "as a new agent (new_agent_id) or prompt version (new_prompt_id); otherwise "
+                                   "nothing changed.")
     conclusion: str
-    agent_id: str
+    agent_id: str | None = Field(description="The agent aligned; null when a prompt asset is (prompt_id).")
     new_agent_id: str | None = None
+    prompt_id: str | None = Field(default=None, description="Pairwise: the prompt asset (or version) judged.")
+    new_prompt_id: str | None = Field(default=None, description=(
+        "Kept from a prompt asset: the organization's new version, <name>@v<N>, as pairwise_compare's prompt_id."))
+    judge: str = Field(default="score_text", description="The judged tool: score_text or pairwise_compare.")
     seed: int
-    pass_at: float
-    human_pass_at: float
+    pass_at: float | None = Field(description="score_text: the judge's pass mark; pairwise: null (A passes).")
+    human_pass_at: float | None
+    human_ties: int = Field(default=0, description="Pairwise: items the people tie on, left out of the split.")
     train_ids: list[str]
     test_ids: list[str]
     current: JudgeAgreement
@@ -92,10 +102,13 @@ class Alignment(BaseModel):
     candidates: list[Candidate]
     chosen: int | None = Field(description="Index in candidates of the one scored on test.")
     test_pairs: TestPairs | None = None
-    p_value: float | None = Field(default=None, description="McNemar's exact test, two-sided, on the test pairs.")
+    p_value: float | None = Field(default=None, description=(
+        "McNemar's exact test, two-sided, on the test pairs (pairwise: the keep-rule; scores: pass/fail, reported)."))
     score_gain: ScoreGain | None = Field(default=None, description=(
-        "The scores themselves on test: the revision's gain with a paired bootstrap interval (reported; "
-        "keeping is McNemar's on pass/fail); null with fewer than two items both scored."))
+        "The scores themselves on test: the revision's gain with a paired bootstrap interval (score_text: "
+        "kept only when low > 0); null with fewer than two items both scored, or pairwise."))
+    keep_rule: str = Field(default="", description=(
+        "What decided: 'bootstrap' (scores: score_gain.low > 0) or 'mcnemar' (pairwise: p_value < alpha)."))
     alpha: float = ALPHA
     instructions: str | None = Field(default=None, description="The revised judge's instructions.")
     diff: str = Field(default="", description="Unified diff of the judge's instructions, current to revised.")
@@ -136,13 +149,38 @@ def split(classes: Sequence[Outcome], seed: int, test_fraction: float,
     return sorted(train), sorted(test)
 
 
-def _right(judged: Judged, truth: Outcome, spec: JudgeSpec, pass_at: float) -> bool | None:
+def judge_spec(judge: str, text: str, scale: tuple[float, float], prompt_id: str | None = None) -> JudgeSpec:
+    """The judge a text makes: score_text's one criterion on the agent's scale, or pairwise_compare's judging
+    rules before the prompt asset (`prompt_id`, default the text pairwise prompt; no text: no rules)."""
+    if judge == "pairwise_compare":
+        return JudgeSpec(judge="pairwise_compare", prompt_id=prompt_id, rules=text or None)
+    return JudgeSpec(judge="score_text", criteria=[agent_criterion(text, scale)])
+
+
+def split_items(items: Sequence[Item], spec: JudgeSpec, human_pass_at: float | None, seed: int,
+                test_fraction: float) -> tuple[list[Item], list[Outcome], list[int], list[int], int]:
+    """The items the people decided (pairs they tie on left out, counted), their classes and the split (train
+    and test indices into them); refused when a side would be empty. Pure: a tool checks it before its job."""
+    labelled = [(i, human_class(i, spec, human_pass_at)) for i in items]
+    decided = [i for i, t in labelled if t != "tie"]
+    truth: list[Outcome] = [t for _, t in labelled if t != "tie"]
+    pairwise = spec.judge == "pairwise_compare"
+    train_i, test_i = split(truth, seed, test_fraction,
+                            [(i.inputs["instruction"], *i.inputs["candidates"]) if pairwise else
+                             (i.inputs["text"], i.inputs.get("instruction") or "") for i in decided])
+    if not train_i or not test_i:
+        raise InputError("dataset: the split left no training or no test items; give at least two labelled items "
+                         "of each class (pass and fail; pairwise: won by A and by B, ties left out)")
+    return decided, truth, train_i, test_i, len(items) - len(decided)
+
+
+def _right(judged: Judged, truth: Outcome, spec: JudgeSpec, pass_at: float | None) -> bool | None:
     said = judge_class(judged, spec, pass_at)
     return None if said == "failed" else said == truth
 
 
 def _agreement(judged: Sequence[Judged], truth: Sequence[Outcome], spec: JudgeSpec,
-               pass_at: float) -> tuple[Rate | None, int]:
+               pass_at: float | None) -> tuple[Rate | None, int]:
     right = [_right(j, t, spec, pass_at) for j, t in zip(judged, truth, strict=True)]
     decided = [r for r in right if r is not None]
     interval = stats.wilson(sum(decided), len(decided))
@@ -151,22 +189,47 @@ def _agreement(judged: Sequence[Judged], truth: Sequence[Outcome], spec: JudgeSp
 
 
 def _shown(items: Sequence[Item], judged: Sequence[Judged], truth: Sequence[Outcome], spec: JudgeSpec,
-           pass_at: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+           pass_at: float | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     wrong, right = [], []
+    pairwise = spec.judge == "pairwise_compare"
     for item, j, t in zip(items, judged, truth, strict=True):
         verdict = _right(j, t, spec, pass_at)
-        shown = {"text": item.inputs["text"], "instruction": item.inputs.get("instruction") or "", "human": t}
+        if pairwise:
+            a, b = item.inputs["candidates"]
+            shown = {"instruction": item.inputs["instruction"], "response_a": a, "response_b": b,
+                     "human": "A" if t == "pass" else "B"}
+        else:
+            shown = {"text": item.inputs["text"], "instruction": item.inputs.get("instruction") or "", "human": t}
         if verdict is False:
             critique = item.inputs.get("human_critique")
-            wrong.append({**shown, "judge": judge_class(j, spec, pass_at), "score": f"{j.value:g}",
+            wrong.append({**shown, "judge": j.value if pairwise else judge_class(j, spec, pass_at),
+                          "score": "" if pairwise else f"{j.value:g}",
                           "critique": critique[:MAX_CRITIQUE] if isinstance(critique, str) else ""})
         elif verdict:
             right.append(shown)
     return wrong[:MAX_SHOWN], right[:MAX_SHOWN // 4]
 
 
+def _asset(prompt_id: str | None) -> str:
+    """The pairwise prompt the rules go before, as the judge reads it, with placeholders for the item."""
+    import prompts
+    from judges.pairwise.judge import DEFAULT_PROMPTS
+
+    return prompts.render(prompt_id or DEFAULT_PROMPTS[("pairwise", "text")], instruction="(the instruction)",
+                          response_a="(response A)", response_b="(response B)")
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def keeps(judge: str, pairs: TestPairs, p_value: float, gain: ScoreGain | None) -> bool:
+    """The keep-rule: scores (score_text) when the 95% paired bootstrap interval of the drop in mean absolute
+    error lies wholly above 0; pairwise winners when the revision gets more test items right and McNemar's
+    exact p is below ALPHA."""
+    if judge == "score_text":
+        return gain is not None and gain.low > 0
+    return pairs.only_revised > pairs.only_current and p_value < ALPHA
 
 
 def check_align(items: Sequence[Item], test_fraction: float, candidates: int) -> None:
@@ -182,7 +245,8 @@ def check_align(items: Sequence[Item], test_fraction: float, candidates: int) ->
 
 
 async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: Sequence[Item], *,
-                agent_id: str, pass_at: float, human_pass_at: float, seed: int = 0, test_fraction: float = 0.3,
+                agent_id: str | None, pass_at: float | None, human_pass_at: float | None, judge: str = "score_text",
+                prompt_id: str | None = None, seed: int = 0, test_fraction: float = 0.3,
                 candidates: int = 2, policy: Any = None, retries: int = 1, contexts: Contexts | None = None,
                 progress: Progress = no_progress) -> Alignment:
     """Split, revise on train, choose on train, score once on test; `kept` when the revision wins significantly."""
@@ -190,13 +254,9 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
     from judges.text.asking import ask
 
     check_align(items, test_fraction, candidates)
-    current = JudgeSpec(judge="score_text", criteria=[agent_criterion(text, scale)])
-    truth = [human_class(i, current, human_pass_at) for i in items]
-    train_i, test_i = split(truth, seed, test_fraction,
-                            [(i.inputs["text"], i.inputs.get("instruction") or "") for i in items])
-    if not train_i or not test_i:
-        raise InputError("dataset: the split left no training or no test items; give at least two labelled items "
-                         "of each class (pass and fail)")
+    pairwise = judge == "pairwise_compare"
+    current = judge_spec(judge, text, scale, prompt_id)
+    items, truth, train_i, test_i, human_ties = split_items(items, current, human_pass_at, seed, test_fraction)
     train, test = [items[i] for i in train_i], [items[i] for i in test_i]
     train_t, test_t = [truth[i] for i in train_i], [truth[i] for i in test_i]
     total = len(train) * (1 + candidates) + candidates + 2 * len(test)
@@ -227,10 +287,13 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
     if wrong:
         for k in range(candidates):
             await progress(done, total, f"writing revision {k + 1} of {candidates}")
-            written = await ask(await call.client(), "calibration/revise@v1", Revision, max_tokens=4096, judge=text,
-                                disagreements=wrong, agreements=right, candidate=k + 1, candidates=candidates,
-                                focus=FOCUS[k], low=f"{scale[0]:g}", high=f"{scale[1]:g}",
-                                pass_at=f"{scale[0] + (scale[1] - scale[0]) * pass_at / 100:g}")
+            on_scale: dict[str, Any] = {} if pass_at is None else {  # score_text's scale and pass mark; pairwise has neither
+                "low": f"{scale[0]:g}", "high": f"{scale[1]:g}",
+                "pass_at": f"{scale[0] + (scale[1] - scale[0]) * pass_at / 100:g}"}
+            written = await ask(await call.client(), f"calibration/{'revise_pairwise' if pairwise else 'revise'}@v1",
+                                Revision, max_tokens=4096, judge=text, disagreements=wrong, agreements=right,
+                                candidate=k + 1, candidates=candidates, focus=FOCUS[k],
+                                **(on_scale if not pairwise else {"asset": _asset(prompt_id)}))
             done += 1
             usage += written.usage
             if written.value is None:
@@ -241,7 +304,7 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
                 specs.append(current)
                 done += len(train)
                 continue
-            spec = JudgeSpec(judge="score_text", criteria=[agent_criterion(written.value.instructions, scale)])
+            spec = judge_spec(judge, written.value.instructions, scale, prompt_id)
             _, rate, failed = await judged(spec, train, train_t, f"revision {k + 1} train")
             tried.append(Candidate(rationale=written.value.rationale, train=rate, failed=failed))
             texts.append(written.value.instructions)
@@ -250,7 +313,8 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
     chosen = max(usable, key=lambda k: (tried[k].train.value, -k)) if usable else None  # type: ignore[union-attr]
     # The test items are judged only now, after the choice: nothing about them reaches the writer or the choice.
     cur_test, cur_test_rate, cur_test_failed = await judged(current, test, test_t, "current test")
-    base = dict(agent_id=agent_id, seed=seed, pass_at=pass_at, human_pass_at=human_pass_at,
+    base = dict(agent_id=agent_id, prompt_id=prompt_id if pairwise else None, judge=judge, seed=seed, pass_at=pass_at, human_pass_at=human_pass_at,
+                human_ties=human_ties,
                 train_ids=[i.id for i in train], test_ids=[i.id for i in test], candidates=tried, chosen=chosen)
     current_agreement = JudgeAgreement(train=cur_rate, test=cur_test_rate, failed=cur_failed + cur_test_failed)
     if chosen is None:
@@ -264,7 +328,7 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
     new_test, new_test_rate, new_test_failed = await judged(specs[chosen], test, test_t, f"revision {chosen + 1} test")
 
     humans = [v for i in items for v in i.scores if v is not None]
-    low, high = min(humans), max(humans)
+    low, high = (min(humans), max(humans)) if humans else (0.0, 0.0)  # pairwise: no scores (no score_gain)
 
     def errors(judged: Judged, item: Item) -> float | None:
         mean = item.human_score()
@@ -290,16 +354,25 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
         return counted, stats.mcnemar_exact(counted.only_current, counted.only_revised)
 
     pairs, p_value = await anyio.to_thread.run_sync(compared)
-    gain = await anyio.to_thread.run_sync(score_gain)  # scipy's bootstrap, off the event loop
-    kept = pairs.only_revised > pairs.only_current and p_value < ALPHA
-    conclusion = (f"kept: the revision agrees better on the test items (McNemar exact p = {p_value:.4g} < {ALPHA})"
-                  if kept else f"no significant gain on the test items (McNemar exact p = {p_value:.4g}, "
-                               f"{pairs.only_revised} items only the revision got right, {pairs.only_current} only "
-                               "the current judge): nothing changed")
+    gain = None if pairwise else await anyio.to_thread.run_sync(score_gain)  # scipy's bootstrap, off the loop
+    kept = keeps(judge, pairs, p_value, gain)
+    if pairwise:
+        conclusion = (f"kept: the revision agrees better on the test items (McNemar exact p = {p_value:.4g} < {ALPHA})"
+                      if kept else f"no significant gain on the test items (McNemar exact p = {p_value:.4g}, "
+                                   f"{pairs.only_revised} items only the revision got right, {pairs.only_current} "
+                                   "only the current judge): nothing changed")
+    elif gain is None:
+        conclusion = "no significant gain: fewer than two test items scored by both judges: nothing changed"
+    else:
+        interval = f"{gain.value:.4g}, 95% paired bootstrap interval [{gain.low:.4g}, {gain.high:.4g}]"
+        conclusion = (f"kept: the revision scores closer to the people on the test items (mean absolute error "
+                      f"down by {interval}, above 0)" if kept else
+                      f"no significant gain on the test items (mean absolute error down by {interval}, not "
+                      "above 0): nothing changed")
     diff = "".join(unified_diff([f"{line}\n" for line in text.splitlines()],
                                 [f"{line}\n" for line in best_text.splitlines()],
                                 f"current {_sha(text)[:12]}", f"revised {_sha(best_text)[:12]}"))
     revised = JudgeAgreement(train=tried[chosen].train, test=new_test_rate, failed=tried[chosen].failed + new_test_failed)
     return Alignment(kept=kept, conclusion=conclusion, current=current_agreement, revised=revised,
-                     test_pairs=pairs, p_value=p_value, score_gain=gain, instructions=best_text, diff=diff, usage=usage,
-                     **base)  # type: ignore[arg-type]
+                     test_pairs=pairs, p_value=p_value, score_gain=gain, keep_rule="mcnemar" if pairwise else "bootstrap",
+                     instructions=best_text, diff=diff, usage=usage, **base)  # type: ignore[arg-type]

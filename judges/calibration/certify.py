@@ -123,6 +123,7 @@ def pin(spec: JudgeSpec, model: str, pass_at: float | None, human_pass_at: float
                      **({"category": spec.category, "category_spec": spec.category_spec}
                         if spec.judge == "evaluate_analysis" else {})},
         "samples": spec.samples,
+        **({"rules": _hash(spec.rules)} if spec.rules is not None else {}),
     }
 
 

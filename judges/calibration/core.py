@@ -109,7 +109,8 @@ class CalibrationReport(BaseModel):
 
 
 class JudgeSpec(BaseModel):
-    """How to judge each item: the tool-level options the items share (judge_code: run_gates, false by default:
+    """How to judge each item: the tool-level options the items share (pairwise_compare: an agent's prompt as
+    judging rules; judge_code: run_gates, false by default:
     the judge's own verdict; evaluate_analysis: the one LLM category judged, its spec pinned)."""
 
     judge: JudgeName
@@ -123,6 +124,7 @@ class JudgeSpec(BaseModel):
     run_gates: bool = False
     category: str | None = None
     category_spec: dict[str, Any] | None = None
+    rules: str | None = None  # pairwise_compare with an agent: its prompt, as judging rules
 
 
 @dataclass(frozen=True)
@@ -172,7 +174,8 @@ async def judge_item(call: JudgeCall, spec: JudgeSpec, item: Item, *, policy: An
     result = await compare(call, instruction=x["instruction"], candidates=x["candidates"],
                            input_image=x.get("input_image"), method=method, swap=True, prompt_id=spec.prompt_id,
                            prompt_version=spec.prompt_version, candidate_type=spec.candidate_type, policy=policy,
-                           retries=retries, score_scale=spec.score_scale if method == "viescore" else None)
+                           retries=retries, score_scale=spec.score_scale if method == "viescore" else None,
+                           rules=spec.rules)
     failure = "; ".join(f"{f.get('kind')}: {f.get('message')}" for f in result.failures) or None
     if method == "viescore":
         value = result.value if isinstance(result.value, int | float) else None
@@ -353,6 +356,10 @@ def check_spec(spec: JudgeSpec) -> None:
                          "viescore take more, e.g. samples: 3")
     if spec.judge == "score_text" and not spec.criteria:
         raise InputError("score_text calibration needs rubric or criteria, e.g. rubric: \"helpfulness\"")
+    if spec.prompt_id is not None and spec.judge in ("pairwise_compare", "viescore"):  # an unknown asset, now
+        from judges.pairwise.judge import declared_input
+
+        declared_input(spec.prompt_id if "@" in spec.prompt_id else f"{spec.prompt_id}@{spec.prompt_version or 'v1'}")
 
 
 async def calibrate(call: JudgeCall, spec: JudgeSpec, items: Sequence[Item], *, policy: Any, retries: int,

@@ -192,7 +192,7 @@ def validate_input(prompt_id: str, data: dict[str, Any]) -> None:
 # --- calls ---------------------------------------------------------------------------------
 
 def _content(kind: Kind, instruction: str, first: Any, second: Any | None, source: Any | None,
-             prompt_id: str) -> list[TextPart | ImagePart]:
+             prompt_id: str, rules: str | None = None) -> list[TextPart | ImagePart]:
     parts: list[TextPart | ImagePart] = []
     if kind == "image":
         if source is not None:
@@ -203,6 +203,8 @@ def _content(kind: Kind, instruction: str, first: Any, second: Any | None, sourc
         text = prompts.render(prompt_id, instruction=instruction, response_a="", response_b="")
     else:
         text = prompts.render(prompt_id, instruction=instruction, response_a=first, response_b=second or "")
+    if rules:  # an agent's own judging rules (align_judge revises them), before the prompt asset's text
+        text = f"Judging rules (they come first):\n{rules}\n\n{text}"
     return [*parts, TextPart(text=text)]
 
 
@@ -213,8 +215,8 @@ def _request(content: list[TextPart | ImagePart], sample: int = 0, logprobs: boo
 
 async def pairwise_order(client: ModelClient, kind: Kind, instruction: str, a: Any, b: Any, source: Any | None,
                          prompt_id: str, repair: bool, order: Literal["original", "swapped"],
-                         sample: int = 0) -> OrderResult:
-    judged = await run_judge(client, _request(_content(kind, instruction, a, b, source, prompt_id), sample),
+                         sample: int = 0, rules: str | None = None) -> OrderResult:
+    judged = await run_judge(client, _request(_content(kind, instruction, a, b, source, prompt_id, rules), sample),
                              PairVerdict,
                              parse=parse_pair_json, conventions=pair_conventions, repair=repair, structured=False)
     if judged.value is None:
@@ -233,7 +235,7 @@ _STRENGTH = {"strong": 2, "slight": 1, "tie": 0}
 
 async def pairwise(client: ModelClient, *, kind: Kind, instruction: str, candidates: Sequence[Any],
                    source: Any | None, prompt_id: str, swap: bool, retries: int,
-                   progress: Progress = no_progress, sample: int = 0) -> CompareResult:
+                   progress: Progress = no_progress, sample: int = 0, rules: str | None = None) -> CompareResult:
     a, b = candidates
     results: dict[str, OrderResult] = {}
     total = 2 if swap else 1
@@ -242,7 +244,7 @@ async def pairwise(client: ModelClient, *, kind: Kind, instruction: str, candida
     async def run(order: Literal["original", "swapped"]) -> None:
         first, second = (a, b) if order == "original" else (b, a)
         results[order] = await pairwise_order(client, kind, instruction, first, second, source, prompt_id,
-                                              retries > 0, order, sample)
+                                              retries > 0, order, sample, rules)
         await progress(len(results), total, f"{order} order judged: {results[order].mapped} "
                                             f"({len(results)} of {total} orders)")
 
@@ -453,10 +455,10 @@ async def compare(call: JudgeCall, *, instruction: str, candidates: Sequence[str
                   method: str, swap: bool, prompt_id: str | None, prompt_version: str | None,
                   candidate_type: str, policy: Any, retries: int,
                   score_scale: tuple[float, float] | None = None, progress: Progress = no_progress,
-                  logprobs: bool = False) -> CompareResult:
+                  logprobs: bool = False, rules: str | None = None) -> CompareResult:
     """pairwise_compare: inputs checked against the prompt's declared schema before any model call; then each
     of the call's models (one, or a jury) × its samples at once. A jury's member that fails (a backend error,
-    or no verdict) is counted and left out."""
+    or no verdict) is counted and left out. `rules`: an agent's judging rules, before the pairwise prompt."""
     members = await call.members()
     if method not in ("pairwise", "viescore"):
         raise InputError("method must be pairwise or viescore")
@@ -484,6 +486,9 @@ async def compare(call: JudgeCall, *, instruction: str, candidates: Sequence[str
         prompt_id = f"{prompt_id}@{prompt_version or 'v1'}"
     elif prompt_version is not None and not prompt_id.endswith(f"@{prompt_version}"):
         raise InputError("give the version either in prompt_id (…@v2) or in prompt_version, not both differently")
+    prompt_id, rules = await call.prompt(prompt_id, rules)  # an organization's own version: its asset and rules
+    if rules is not None and method != "pairwise":
+        raise InputError("judging rules (an agent's prompt, or a kept prompt version) apply to method pairwise")
     from judges.inputs.images import load_image_async
 
     source = await load_image_async(input_image, policy) if input_image is not None else None
@@ -493,7 +498,8 @@ async def compare(call: JudgeCall, *, instruction: str, candidates: Sequence[str
     async def one(client: ModelClient, sample: int, progress: Progress) -> CompareResult:
         if method == "pairwise":
             return await pairwise(client, kind=kind, instruction=instruction, candidates=items, source=source,
-                                  prompt_id=prompt_id, swap=swap, retries=retries, progress=progress, sample=sample)
+                                  prompt_id=prompt_id, swap=swap, retries=retries, progress=progress, sample=sample,
+                                  rules=rules)
         return await viescore(client, kind=kind, instruction=instruction, candidates=items, source=source,
                               prompt_id=prompt_id, retries=retries, scale=scale, progress=progress, sample=sample,
                               logprobs=logprobs)

@@ -110,6 +110,15 @@ CREATE TABLE IF NOT EXISTS calibrations (
     created_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS calibrations_org ON calibrations (organization_id, created_at);
+CREATE TABLE IF NOT EXISTS prompt_versions (
+    organization_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    base TEXT NOT NULL,
+    rules TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (organization_id, name, version)
+);
 CREATE TABLE IF NOT EXISTS result_cache (
     organization_id TEXT NOT NULL,
     cache_key TEXT NOT NULL,
