@@ -39,6 +39,7 @@ METHODS: dict[str, dict[str, str]] = {
     "hybrid": {},
     "dense": {"JUDGE_MCP_RETRIEVAL": "dense"},
     "bm25": {"JUDGE_MCP_RETRIEVAL": "bm25"},
+    "hybrid-maxsim": {"JUDGE_MCP_RETRIEVAL": "hybrid-maxsim"},
 }
 
 

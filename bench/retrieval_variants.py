@@ -37,6 +37,7 @@ class Corpus:
                        for f in sorted(documents.iterdir()) if f.suffix in (".pdf", ".docx")}
         self.embedder = OnnxInt8Embedder()  # the packaged int8 MiniLM, as the server's default
         self.vectors: dict[str, Any] = {}
+        self.token_rows: dict[str, Any] = {}
 
     def embed(self, texts: list[str]) -> Any:
         import numpy as np
@@ -45,6 +46,11 @@ class Corpus:
         for text, vector in zip(missing, self.embedder.embed(missing), strict=True):
             self.vectors[text] = np.asarray(vector, dtype=np.float32)
         return np.stack([self.vectors[t] for t in texts])
+
+    def tokens(self, texts: list[str]) -> list[Any]:
+        missing = list(dict.fromkeys(t for t in texts if t not in self.token_rows))
+        self.token_rows.update(zip(missing, self.embedder.token_vectors(missing), strict=True))
+        return [self.token_rows[t] for t in texts]
 
 
 def pages(doc: Any) -> list[str]:
@@ -116,11 +122,13 @@ def headings_carried(name: str, doc: Any) -> list[str]:
 
 def evaluate(corpus: Corpus, chunker: Chunker, queries: list[dict[str, Any]], *, k: int, dense_w: float = 0.8,
              rrf_k: int = 60, bm25: dict[str, Any] | None = None, window: int = 0, neighbours: float = 0.0,
-             rewrite: bool = False, lexical_window: int = 0) -> list[int | None]:
+             rewrite: bool = False, lexical_window: int = 0, maxsim: str = "") -> list[int | None]:
     """The rank (of the first k) of each row's answer (questions) or rule (briefs, queried by brief + prompt).
     neighbours: each chunk's fused score plus that share of its neighbours' (same document) mean fused score.
     rewrite: the question's opening interrogative words dropped (both rankings). lexical_window: BM25 over windows
-    of that many characters, each chunk scored by its best window."""
+    of that many characters, each chunk scored by its best window. maxsim: the first 20 reread by MiniLM token
+    vectors (MaxSim: mean over query tokens of the best cosine against the chunk's), ordered by MaxSim alone
+    ("alone") or by the reciprocal-rank fusion of both orders ("fused", the server's hybrid-maxsim)."""
     import bm25s
     import numpy as np
 
@@ -173,7 +181,19 @@ def evaluate(corpus: Corpus, chunker: Chunker, queries: list[dict[str, Any]], *,
             for i in own:
                 near = [own.get(j, 0.0) for j in (i - 1, i + 1) if 0 <= j < len(texts) and docs[j] == docs[i]]
                 fused[i] = own[i] + neighbours * (sum(near) / len(near) if near else 0.0)
-        top = sorted(fused, key=lambda i: (-fused[i], -sims[i], i))[:k]
+        top = sorted(fused, key=lambda i: (-fused[i], -sims[i], i))[:max(k, 20) if maxsim else k]
+        if maxsim:
+            q, *chunk_tokens = corpus.tokens([query, *(texts[i] for i in top)])
+            late = [float((q @ t.T).max(axis=1).mean()) for t in chunk_tokens]
+            by_late = sorted(range(len(top)), key=lambda n: (-late[n], n))
+            if maxsim == "alone":
+                top = [top[n] for n in by_late]
+            else:
+                again = {top[n]: 1 / (rrf_k + n + 1) for n in range(len(top))}
+                for r, n in enumerate(by_late):
+                    again[top[n]] += 1 / (rrf_k + r + 1)
+                top = sorted(top, key=lambda i: (-again[i], top.index(i)))
+            top = top[:k]
         ranks.append(next((n for n, i in enumerate(top, 1) if docs[i] == row["document"] and answer in norm(texts[i])),
                           None))
     return ranks
@@ -207,6 +227,8 @@ def main() -> None:
           for n in (200, 400)],
         ("BM25 over 300-character windows + dense best of 160-character windows", seed_chunks,
          {"lexical_window": 300, "window": 160}),
+        ("top 20 reread by MiniLM token vectors (MaxSim) alone", seed_chunks, {"maxsim": "alone"}),
+        ("top 20: hybrid rank and MaxSim rank fused (the server's hybrid-maxsim)", seed_chunks, {"maxsim": "fused"}),
     ]
     if args.only:
         variants = [variants[0], *[v for v in variants[1:] if any(w in v[0] for w in args.only.split(","))]]

@@ -217,8 +217,9 @@ class Settings(BaseSettings):
     max_docx_uncompressed_bytes: int = Field(default=DOCUMENTS.max_docx_uncompressed, ge=1, description="Largest unpacked DOCX "
                                              "(a zip bomb is refused).")
     max_docx_ratio: float = Field(default=DOCUMENTS.max_docx_ratio, gt=1, description="Largest DOCX compression ratio accepted.")
-    retrieval: str = Field(default="hybrid", pattern="^(hybrid|dense|bm25)$", description="How guideline chunks "
-                           "are ranked: hybrid (dense + BM25, reciprocal rank fusion), dense or bm25.")
+    retrieval: str = Field(default="hybrid", pattern="^(hybrid|dense|bm25|hybrid-maxsim)$", description="How guideline "
+                           "chunks are ranked: hybrid (dense + BM25, reciprocal rank fusion), dense, bm25, or "
+                           "hybrid-maxsim (hybrid's top 20 reread by MiniLM token vectors).")
     search_cache_vectors: int = Field(
         default=100_000, ge=0, description="Guideline vectors kept in memory for exact search (all agents together; "
         "384 floats each). An agent with more is searched through Chroma's own index.")
