@@ -47,7 +47,7 @@ class Hit:
 
 Mode = str  # "hybrid" | "dense" | "bm25" | "hybrid-maxsim"
 MODES = ("hybrid", "dense", "bm25", "hybrid-maxsim")
-# hybrid-maxsim (opt-in): the hybrid ranking's first RERANK_DEPTH chunks (or top_k, if more) read again by late
+# hybrid-maxsim (opt-in): the hybrid ranking's first RERANK_DEPTH chunks read again by late
 # interaction: the query's and each chunk's token vectors from the same MiniLM, a chunk's MaxSim the mean over
 # query tokens of the best cosine against its tokens; the order is the reciprocal-rank fusion of the hybrid rank
 # and the MaxSim rank. Chosen on the dev questions of bench/data/retrieval (bench/retrieval_variants.py).
@@ -657,8 +657,9 @@ class GuidelineStore:
             for rank, i in enumerate(self._top(scores, keep, depth)):
                 fused[i] = fused.get(i, 0.0) + 1.0 / (RRF_K + rank + 1)
         order = sorted(fused, key=lambda i: (-fused[i], -(float(sims[i]) if sims is not None else 0.0), i))[:wanted]
-        if mode == "hybrid-maxsim" and len(order) > 1:
-            order = self._maxsim(query, [m.texts[i] for i in order], order)
+        if mode == "hybrid-maxsim" and len(order) > 1:  # the first RERANK_DEPTH only: a bounded cost per search
+            head = order[:RERANK_DEPTH]
+            order = self._maxsim(query, [m.texts[i] for i in head], head) + order[RERANK_DEPTH:]
         order = order[:top_k]
         hits = []
         for i in order:
