@@ -386,6 +386,14 @@ class Settings(BaseSettings):
                              "is sent only to that server (e.g. JUDGE_MCP_COMPATIBLE_BASE_URL=http://127.0.0.1:8080/v1)")
         return self
 
+    @model_validator(mode="after")
+    def _maxsim_reads_the_packaged_model(self) -> Settings:
+        if self.retrieval == "hybrid-maxsim" and self.embedding_backend != "minilm-onnx-int8":
+            raise ValueError("JUDGE_MCP_RETRIEVAL=hybrid-maxsim reads the packaged MiniLM's token vectors: it needs "
+                             "JUDGE_MCP_EMBEDDING_BACKEND=minilm-onnx-int8 (the default); with "
+                             f"{self.embedding_backend} use JUDGE_MCP_RETRIEVAL=hybrid")
+        return self
+
     def secrets(self) -> list[str]:
         """Every secret these settings hold: API keys, bearer tokens, passwords and user info in URLs."""
         values = [self.anthropic_api_key, self.openai_api_key, self.compatible_api_key, self.metrics_token,

@@ -85,3 +85,18 @@ async def test_a_judge_mcp_with_hybrid_maxsim_finds_the_answering_chunk_first(tm
     assert len(found) == 3 and "Clear space" in found[0]["text"]
     assert all(0.0 <= c["similarity"] <= 1.0 for c in found)
     assert clean(s.stderr())
+
+
+def test_hybrid_maxsim_with_the_sentence_transformers_backend_is_a_bad_setting_naming_both(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from tests.conftest import make_settings
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",  # the extra counts as installed: this check is the one tested
+                        lambda name, *a: object() if name == "sentence_transformers" else found(name, *a))
+    with pytest.raises(ValueError, match=r"JUDGE_MCP_RETRIEVAL=hybrid-maxsim reads the packaged MiniLM's token "
+                                         r"vectors: it needs JUDGE_MCP_EMBEDDING_BACKEND=minilm-onnx-int8 \(the "
+                                         r"default\); with sentence-transformers use JUDGE_MCP_RETRIEVAL=hybrid"):
+        make_settings(tmp_path / "home", retrieval="hybrid-maxsim", embedding_backend="sentence-transformers")
