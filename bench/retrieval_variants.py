@@ -122,7 +122,7 @@ def headings_carried(name: str, doc: Any) -> list[str]:
 
 def evaluate(corpus: Corpus, chunker: Chunker, queries: list[dict[str, Any]], *, k: int, dense_w: float = 0.8,
              rrf_k: int = 60, bm25: dict[str, Any] | None = None, window: int = 0, neighbours: float = 0.0,
-             rewrite: bool = False, lexical_window: int = 0, maxsim: str = "") -> list[int | None]:
+             rewrite: bool = False, lexical_window: int = 0, maxsim: str = "", depth: int = 20) -> list[int | None]:
     """The rank (of the first k) of each row's answer (questions) or rule (briefs, queried by brief + prompt).
     neighbours: each chunk's fused score plus that share of its neighbours' (same document) mean fused score.
     rewrite: the question's opening interrogative words dropped (both rankings). lexical_window: BM25 over windows
@@ -181,7 +181,7 @@ def evaluate(corpus: Corpus, chunker: Chunker, queries: list[dict[str, Any]], *,
             for i in own:
                 near = [own.get(j, 0.0) for j in (i - 1, i + 1) if 0 <= j < len(texts) and docs[j] == docs[i]]
                 fused[i] = own[i] + neighbours * (sum(near) / len(near) if near else 0.0)
-        top = sorted(fused, key=lambda i: (-fused[i], -sims[i], i))[:max(k, 20) if maxsim else k]
+        top = sorted(fused, key=lambda i: (-fused[i], -sims[i], i))[:max(k, depth) if maxsim else k]
         if maxsim:
             q, *chunk_tokens = corpus.tokens([query, *(texts[i] for i in top)])
             late = [float((q @ t.T).max(axis=1).mean()) for t in chunk_tokens]
@@ -229,6 +229,8 @@ def main() -> None:
          {"lexical_window": 300, "window": 160}),
         ("top 20 reread by MiniLM token vectors (MaxSim) alone", seed_chunks, {"maxsim": "alone"}),
         ("top 20: hybrid rank and MaxSim rank fused (the server's hybrid-maxsim)", seed_chunks, {"maxsim": "fused"}),
+        ("top 10: hybrid rank and MaxSim rank fused (half hybrid-maxsim's cost)", seed_chunks,
+         {"maxsim": "fused", "depth": 10}),
     ]
     if args.only:
         variants = [variants[0], *[v for v in variants[1:] if any(w in v[0] for w in args.only.split(","))]]
