@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -23,8 +22,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.retrieval import norm, rows  # noqa: E402
 
-CACHE = Path(tempfile.gettempdir()) / "judge-mcp-test-models"
 HEADING = re.compile(r"^\s*(\d+(\.\d+)*\.?|Chapter \d+\.|[IVX]+\.|Appendix [A-Z]|//)\s*[A-Za-z][^.;:]{2,70}$")
+QUESTION_OPENING = re.compile(r"^\s*((what|which|how|when|where|who|why)( \w+)?|(can|could|should|must|may|do|does|"
+                              r"is|are|am|will|would)) (i|we|you|our|a|an|the|it|they|there)\b\s*", re.I)
 PAGE_NUMBER = re.compile(r"^(page\s*)?[#ivxlc]+(\s*(of|/)\s*#)?$", re.I)
 
 
@@ -35,8 +35,9 @@ class Corpus:
 
         self.parsed = {f.name: parse(f.read_bytes(), f.name, Limits())
                        for f in sorted(documents.iterdir()) if f.suffix in (".pdf", ".docx")}
-        self.embedder = OnnxInt8Embedder(CACHE)
+        self.embedder = OnnxInt8Embedder()  # the packaged int8 MiniLM, as the server's default
         self.vectors: dict[str, Any] = {}
+        self.token_rows: dict[str, Any] = {}
 
     def embed(self, texts: list[str]) -> Any:
         import numpy as np
@@ -45,6 +46,11 @@ class Corpus:
         for text, vector in zip(missing, self.embedder.embed(missing), strict=True):
             self.vectors[text] = np.asarray(vector, dtype=np.float32)
         return np.stack([self.vectors[t] for t in texts])
+
+    def tokens(self, texts: list[str]) -> list[Any]:
+        missing = list(dict.fromkeys(t for t in texts if t not in self.token_rows))
+        self.token_rows.update(zip(missing, self.embedder.token_vectors(missing), strict=True))
+        return [self.token_rows[t] for t in texts]
 
 
 def pages(doc: Any) -> list[str]:
@@ -115,8 +121,14 @@ def headings_carried(name: str, doc: Any) -> list[str]:
 
 
 def evaluate(corpus: Corpus, chunker: Chunker, queries: list[dict[str, Any]], *, k: int, dense_w: float = 0.8,
-             rrf_k: int = 60, bm25: dict[str, Any] | None = None, window: int = 0) -> list[int | None]:
-    """The rank (of the first k) of each row's answer (questions) or rule (briefs, queried by brief + prompt)."""
+             rrf_k: int = 60, bm25: dict[str, Any] | None = None, window: int = 0, neighbours: float = 0.0,
+             rewrite: bool = False, lexical_window: int = 0, maxsim: str = "", depth: int = 20) -> list[int | None]:
+    """The rank (of the first k) of each row's answer (questions) or rule (briefs, queried by brief + prompt).
+    neighbours: each chunk's fused score plus that share of its neighbours' (same document) mean fused score.
+    rewrite: the question's opening interrogative words dropped (both rankings). lexical_window: BM25 over windows
+    of that many characters, each chunk scored by its best window. maxsim: the first 20 reread by MiniLM token
+    vectors (MaxSim: mean over query tokens of the best cosine against the chunk's), ordered by MaxSim alone
+    ("alone") or by the reciprocal-rank fusion of both orders ("fused", the server's hybrid-maxsim)."""
     import bm25s
     import numpy as np
 
@@ -133,10 +145,18 @@ def evaluate(corpus: Corpus, chunker: Chunker, queries: list[dict[str, Any]], *,
         owners = [i for i, t in enumerate(texts) for _ in chunk_text(t, window, window // 4)]
         parts = corpus.embed([c.text for t in texts for c in chunk_text(t, window, window // 4)])
     lexical = bm25s.BM25(**(bm25 or {}))
-    lexical.index(_tokenize(texts, return_ids=True), show_progress=False)
+    lexical_owner = None
+    if lexical_window:
+        wins = [(i, c.text) for i, t in enumerate(texts) for c in chunk_text(t, lexical_window, lexical_window // 4)]
+        lexical_owner = np.array([i for i, _ in wins])
+        lexical.index(_tokenize([w for _, w in wins], return_ids=True), show_progress=False)
+    else:
+        lexical.index(_tokenize(texts, return_ids=True), show_progress=False)
     ranks = []
     for row in queries:
         query = row["question"] if "question" in row else f"{row['brief']}\n{row['prompt']}"
+        if rewrite and "question" in row:
+            query = QUESTION_OPENING.sub("", query).rstrip("?") or query
         answer = norm(row.get("answer") or row["rule"])
         qv = corpus.embed([query])[0]
         sims = vectors @ qv
@@ -149,10 +169,31 @@ def evaluate(corpus: Corpus, chunker: Chunker, queries: list[dict[str, Any]], *,
         for rank, i in enumerate(keep[np.argsort(-sims[keep], kind="stable")][:50]):
             fused[int(i)] = fused.get(int(i), 0.0) + dense_w / (rrf_k + rank + 1)
         scores = np.asarray(lexical.get_scores(_tokens(query)))
+        if lexical_owner is not None:
+            best_lex = np.zeros(len(texts), dtype=np.float64)
+            np.maximum.at(best_lex, lexical_owner, scores)
+            scores = best_lex
         keep = np.flatnonzero(scores > 0)
         for rank, i in enumerate(keep[np.argsort(-scores[keep], kind="stable")][:50]):
             fused[int(i)] = fused.get(int(i), 0.0) + 1.0 / (rrf_k + rank + 1)
-        top = sorted(fused, key=lambda i: (-fused[i], -sims[i], i))[:k]
+        if neighbours:
+            own = dict(fused)
+            for i in own:
+                near = [own.get(j, 0.0) for j in (i - 1, i + 1) if 0 <= j < len(texts) and docs[j] == docs[i]]
+                fused[i] = own[i] + neighbours * (sum(near) / len(near) if near else 0.0)
+        top = sorted(fused, key=lambda i: (-fused[i], -sims[i], i))[:max(k, depth) if maxsim else k]
+        if maxsim:
+            q, *chunk_tokens = corpus.tokens([query, *(texts[i] for i in top)])
+            late = [float((q @ t.T).max(axis=1).mean()) for t in chunk_tokens]
+            by_late = sorted(range(len(top)), key=lambda n: (-late[n], n))
+            if maxsim == "alone":
+                top = [top[n] for n in by_late]
+            else:
+                again = {top[n]: 1 / (rrf_k + n + 1) for n in range(len(top))}
+                for r, n in enumerate(by_late):
+                    again[top[n]] += 1 / (rrf_k + r + 1)
+                top = sorted(top, key=lambda i: (-again[i], top.index(i)))
+            top = top[:k]
         ranks.append(next((n for n, i in enumerate(top, 1) if docs[i] == row["document"] and answer in norm(texts[i])),
                           None))
     return ranks
@@ -162,6 +203,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpora", type=Path, default=ROOT.parent / "shared" / "corpora")
     parser.add_argument("--split", choices=("dev", "test", "all"), default="dev")
+    parser.add_argument("--only", default="", help="comma-separated words: only the variants naming one (and the first)")
     args = parser.parse_args()
     from rag.warmup import import_numpy
 
@@ -178,7 +220,20 @@ def main() -> None:
         ("furniture removed + document title in each chunk", titled, {}),
         ("furniture removed + title and nearest numbered heading carried", headings_carried, {}),
         ("dense: best of 160-character windows (0.7) + chunk cosine (0.3)", seed_chunks, {"window": 160}),
+        *[(f"neighbours' evidence: + {w} × their mean fused score", seed_chunks, {"neighbours": w})
+          for w in (-0.5, 0.25, 0.5)],
+        ("question openings dropped from the query", seed_chunks, {"rewrite": True}),
+        *[(f"BM25 over {n}-character windows, a chunk scored by its best", seed_chunks, {"lexical_window": n})
+          for n in (200, 400)],
+        ("BM25 over 300-character windows + dense best of 160-character windows", seed_chunks,
+         {"lexical_window": 300, "window": 160}),
+        ("top 20 reread by MiniLM token vectors (MaxSim) alone", seed_chunks, {"maxsim": "alone"}),
+        ("top 20: hybrid rank and MaxSim rank fused (the server's hybrid-maxsim)", seed_chunks, {"maxsim": "fused"}),
+        ("top 10: hybrid rank and MaxSim rank fused (half hybrid-maxsim's cost)", seed_chunks,
+         {"maxsim": "fused", "depth": 10}),
     ]
+    if args.only:
+        variants = [variants[0], *[v for v in variants[1:] if any(w in v[0] for w in args.only.split(","))]]
     print(f"{len(questions)} questions, {len(briefs)} briefs ({args.split}), in process")
     print("| variant | recall@1 | recall@5 | MRR@10 | briefs: rule in top 5 |\n|---|---|---|---|---|")
     for label, chunker, options in variants:

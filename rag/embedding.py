@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -148,14 +148,13 @@ class OnnxInt8Embedder(_Lazy):
         inputs = {i.name for i in session.get_inputs()}
         return tokenizer, session, inputs
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    def _hidden(self, texts: Sequence[str]) -> Iterator[tuple[list[int], Any, Any, list[Any]]]:
+        """The model's last hidden states, batch by batch: (positions in `texts`, states, attention mask,
+        encodings)."""
         import numpy as np
 
-        if not texts:
-            return []
         tokenizer, session, inputs = self.loaded()
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths pad less
-        out: list[Any] = [None] * len(texts)
         for b in range(0, len(order), self.batch_size):
             idx = order[b : b + self.batch_size]
             enc = tokenizer.encode_batch([texts[i] for i in idx])
@@ -163,12 +162,36 @@ class OnnxInt8Embedder(_Lazy):
             mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
             types = np.array([e.type_ids for e in enc], dtype=np.int64)
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-            hidden = session.run(None, {k: v for k, v in feed.items() if k in inputs})[0]
+            yield idx, session.run(None, {k: v for k, v in feed.items() if k in inputs})[0], mask, enc
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        import numpy as np
+
+        if not texts:
+            return []
+        out: list[Any] = [None] * len(texts)
+        for idx, hidden, mask, _ in self._hidden(texts):
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
             for k, i in enumerate(idx):
                 out[i] = pooled[k].astype(float).tolist()
+        return out
+
+    def token_vectors(self, texts: Sequence[str]) -> list[Any]:
+        """Each text's token states (special tokens and padding left out), unit rows: a float32 array of
+        shape (tokens, 384) per text, for late-interaction (MaxSim) reranking."""
+        import numpy as np
+
+        out: list[Any] = [np.zeros((0, 384), dtype=np.float32)] * len(texts)
+        if not texts:
+            return out
+        for idx, hidden, _, enc in self._hidden(texts):
+            for k, i in enumerate(idx):
+                keep = [t for t, (m, special) in enumerate(zip(enc[k].attention_mask, enc[k].special_tokens_mask,
+                                                                strict=True)) if m and not special]
+                rows = hidden[k, keep].astype(np.float32)
+                out[i] = rows / np.clip(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12, None)
         return out
 
 

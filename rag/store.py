@@ -45,8 +45,13 @@ class Hit:
     bm25: float | None = None  # the chunk's BM25 score for the query (hybrid and bm25 modes)
 
 
-Mode = str  # "hybrid" | "dense" | "bm25"
-MODES = ("hybrid", "dense", "bm25")
+Mode = str  # "hybrid" | "dense" | "bm25" | "hybrid-maxsim"
+MODES = ("hybrid", "dense", "bm25", "hybrid-maxsim")
+# hybrid-maxsim (opt-in): the hybrid ranking's first RERANK_DEPTH chunks read again by late
+# interaction: the query's and each chunk's token vectors from the same MiniLM, a chunk's MaxSim the mean over
+# query tokens of the best cosine against its tokens; the order is the reciprocal-rank fusion of the hybrid rank
+# and the MaxSim rank. Chosen on the dev questions of bench/data/retrieval (bench/retrieval_variants.py).
+RERANK_DEPTH = 20
 RRF_K = 60  # reciprocal rank fusion: score = Σ weight / (RRF_K + rank)
 # The dense ranking counts a little less than the lexical one, so that at equal ranks the chunk holding the
 # query's exact words wins: the small embedding model misses codes, names and numbers. (Chosen on 41 queries
@@ -290,6 +295,9 @@ class GuidelineStore:
                  generations: DatabaseGenerations | None = None):
         if mode not in MODES:
             raise ValueError(f"unknown retrieval mode {mode!r}: use one of {', '.join(MODES)}")
+        if mode == "hybrid-maxsim" and not hasattr(embedder, "token_vectors"):
+            raise ValueError(f"retrieval mode hybrid-maxsim needs the packaged MiniLM embedder (it reads its token "
+                             f"vectors); {embedder.id} has none: use hybrid")
         self.embedder = embedder
         self.mode = mode
         self._path = path
@@ -633,7 +641,8 @@ class GuidelineStore:
             assert vector is not None
             return self._exact(m, vector, top_k, threshold, allowed)
         assert query is not None
-        depth = max(50, 4 * top_k)
+        wanted = max(top_k, RERANK_DEPTH) if mode == "hybrid-maxsim" else top_k
+        depth = max(50, 4 * wanted)
         mask = None if allowed is None or allowed.issuperset(m.documents) else np.isin(m.document_ids, list(allowed))
         sims = m.vectors @ np.asarray(vector, dtype=np.float32) if vector is not None else None
         fused: dict[int, float] = {}
@@ -647,7 +656,11 @@ class GuidelineStore:
             keep = scores > 0 if mask is None else (scores > 0) & mask
             for rank, i in enumerate(self._top(scores, keep, depth)):
                 fused[i] = fused.get(i, 0.0) + 1.0 / (RRF_K + rank + 1)
-        order = sorted(fused, key=lambda i: (-fused[i], -(float(sims[i]) if sims is not None else 0.0), i))[:top_k]
+        order = sorted(fused, key=lambda i: (-fused[i], -(float(sims[i]) if sims is not None else 0.0), i))[:wanted]
+        if mode == "hybrid-maxsim" and len(order) > 1:  # the first RERANK_DEPTH only: a bounded cost per search
+            head = order[:RERANK_DEPTH]
+            order = self._maxsim(query, [m.texts[i] for i in head], head) + order[RERANK_DEPTH:]
+        order = order[:top_k]
         hits = []
         for i in order:
             meta = m.metadatas[i]
@@ -656,6 +669,17 @@ class GuidelineStore:
                             round(float(sims[i]), 4) if sims is not None else 0.0,
                             round(float(scores[i]), 4) if scores is not None else None))
         return hits
+
+    def _maxsim(self, query: str, texts: list[str], order: list[int]) -> list[int]:
+        """`order` (best first) fused by reciprocal rank with its order by MaxSim against the query."""
+        tokens = self.embedder.token_vectors([query, *texts])  # type: ignore[attr-defined]
+        q = tokens[0]
+        score = [float((q @ t.T).max(axis=1).mean()) if len(q) and len(t) else 0.0 for t in tokens[1:]]
+        by_maxsim = sorted(range(len(order)), key=lambda n: (-score[n], n))
+        fused = {order[n]: 1.0 / (RRF_K + n + 1) for n in range(len(order))}
+        for rank, n in enumerate(by_maxsim):
+            fused[order[n]] += 1.0 / (RRF_K + rank + 1)
+        return sorted(order, key=lambda i: (-fused[i], order.index(i)))
 
     @staticmethod
     def _top(values: Any, keep: Any, n: int) -> list[int]:

@@ -217,8 +217,9 @@ class Settings(BaseSettings):
     max_docx_uncompressed_bytes: int = Field(default=DOCUMENTS.max_docx_uncompressed, ge=1, description="Largest unpacked DOCX "
                                              "(a zip bomb is refused).")
     max_docx_ratio: float = Field(default=DOCUMENTS.max_docx_ratio, gt=1, description="Largest DOCX compression ratio accepted.")
-    retrieval: str = Field(default="hybrid", pattern="^(hybrid|dense|bm25)$", description="How guideline chunks "
-                           "are ranked: hybrid (dense + BM25, reciprocal rank fusion), dense or bm25.")
+    retrieval: str = Field(default="hybrid", pattern="^(hybrid|dense|bm25|hybrid-maxsim)$", description="How guideline "
+                           "chunks are ranked: hybrid (dense + BM25, reciprocal rank fusion), dense, bm25, or "
+                           "hybrid-maxsim (hybrid's top 20 reread by MiniLM token vectors).")
     search_cache_vectors: int = Field(
         default=100_000, ge=0, description="Guideline vectors kept in memory for exact search (all agents together; "
         "384 floats each). An agent with more is searched through Chroma's own index.")
@@ -383,6 +384,14 @@ class Settings(BaseSettings):
         if self.compatible_api_key and not self.compatible_base_url:
             raise ValueError("JUDGE_MCP_COMPATIBLE_API_KEY is set but JUDGE_MCP_COMPATIBLE_BASE_URL is not: the key "
                              "is sent only to that server (e.g. JUDGE_MCP_COMPATIBLE_BASE_URL=http://127.0.0.1:8080/v1)")
+        return self
+
+    @model_validator(mode="after")
+    def _maxsim_reads_the_packaged_model(self) -> Settings:
+        if self.retrieval == "hybrid-maxsim" and self.embedding_backend != "minilm-onnx-int8":
+            raise ValueError("JUDGE_MCP_RETRIEVAL=hybrid-maxsim reads the packaged MiniLM's token vectors: it needs "
+                             "JUDGE_MCP_EMBEDDING_BACKEND=minilm-onnx-int8 (the default); with "
+                             f"{self.embedding_backend} use JUDGE_MCP_RETRIEVAL=hybrid")
         return self
 
     def secrets(self) -> list[str]:

@@ -30,3 +30,17 @@ def test_every_answer_is_a_passage_of_its_document() -> None:
 def test_every_rule_is_a_passage_of_its_document() -> None:
     missing = [b["id"] for b in rows("briefs.jsonl") if " ".join(b["rule"].split()) not in text_of(b["document"])]
     assert missing == []
+
+
+def test_every_answer_lies_whole_in_one_chunk_of_the_default_size() -> None:
+    # The hit rule (a chunk of the document holding the whole answer) loses no answer to a chunk boundary.
+    from rag.chunking import chunk_text
+
+    def chunks(document: str) -> list[str]:
+        doc = parse(corpus("retrieval", document).read_bytes(), document, Limits())
+        return [" ".join(c.text.split()) for c in chunk_text(doc.text, 1000, 200, doc.page_starts or None)]
+
+    held = functools.cache(chunks)
+    missing = [q["id"] for q in rows("questions.jsonl")
+               if not any(" ".join(q["answer"].split()) in c for c in held(q["document"]))]
+    assert missing == []
