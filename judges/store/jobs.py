@@ -227,8 +227,8 @@ class JobStore:
         `interrupted`, except those of `resumable` tools a later claim will take over; how many."""
         from judges.store.leases import JOB_LOST
 
-        sql, params = "SELECT id, worker FROM jobs WHERE status='working' AND worker<>? AND heartbeat_at<?", \
-            (self.worker, before)
+        sql = "SELECT id, worker FROM jobs WHERE status='working' AND worker<>? AND heartbeat_at<?"
+        params: tuple[object, ...] = (self.worker, before)
         if resumable:
             marks = ",".join("?" for _ in resumable)
             sql += f" AND NOT (arguments IS NOT NULL AND takeovers<? AND tool IN ({marks}))"
