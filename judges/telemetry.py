@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -139,9 +140,21 @@ def evaluation(name: str, score: float | None, label: str, explanation: str | No
 # --- Prometheus ---------------------------------------------------------------------------------------------
 
 
+# Model label values are bounded: the models the server was configured with and those it knows prices for
+# keep their names; a caller may name any model (a jury, an agent), so other names get a label of their own only
+# for the first OTHER_MODELS of them in this process, and count as "other" after that.
+OTHER_MODELS = 16
+
+
 class _Metrics:
-    def __init__(self) -> None:
+    def __init__(self, known: Iterable[str] = ()) -> None:
         from prometheus_client import Counter, Histogram
+
+        from judges.models.prices import DEFAULT_PRICES
+
+        self.known = {m for m in known if m} | set(DEFAULT_PRICES)
+        self.others: set[str] = set()
+        self._lock = threading.Lock()
 
         self.calls = Counter("judge_mcp_tool_calls_total", "Tool calls, by tool and outcome.", ["tool", "outcome"])
         self.latency = Histogram("judge_mcp_tool_call_seconds", "Tool call duration.", ["tool"],
@@ -155,11 +168,23 @@ class _Metrics:
                                   ["model"])
 
 
-def start_metrics() -> None:
-    """The metrics (in the default registry; with PROMETHEUS_MULTIPROC_DIR each worker writes its own files)."""
+    def model(self, model: str) -> str:
+        """The label value for `model`: its name when configured, priced or among the first others; else other."""
+        if model in self.known or model.split(":", 1)[-1] in self.known:
+            return model
+        with self._lock:
+            if model in self.others or len(self.others) < OTHER_MODELS:
+                self.others.add(model)
+                return model
+        return "other"
+
+
+def start_metrics(known_models: Iterable[str] = ()) -> None:
+    """The metrics (in the default registry; with PROMETHEUS_MULTIPROC_DIR each worker writes its own files);
+    `known_models`: the models this server is configured with (labelled by name whatever else is called)."""
     global _metrics
     if _metrics is None:
-        _metrics = _Metrics()
+        _metrics = _Metrics(known_models)
 
 
 def metrics_on() -> bool:
@@ -177,6 +202,7 @@ def count_call(tool: str, outcome: str, seconds: float) -> None:
 def count_model(model: str, usage: Any, requests: int, cached: bool) -> None:
     if _metrics is None:
         return
+    model = _metrics.model(model)
     if cached:
         _metrics.cache_hits.labels(model).inc()
         return

@@ -361,7 +361,8 @@ def start_telemetry(settings: Any, *, http: bool) -> None:
         if telemetry.start_tracing(ours):
             atexit.register(telemetry.stop_tracing)
     if http and settings.metrics:
-        telemetry.start_metrics()
+        telemetry.start_metrics((settings.model, settings.anthropic_model, settings.openai_model,
+                                 settings.compatible_model))
 
 
 def scrub_uvicorn_log() -> None:

@@ -29,7 +29,7 @@ from judges.models.registry import BackendConfig, ModelRegistry
 from judges.patches.journal import recover_registered
 from judges.store.access import RateLimiter
 from judges.store.agents import Agent, AgentStore
-from judges.store.database import Database, open_database
+from judges.store.database import Database, open_database, timestamp
 from judges.store.guidelines import SEARCH_READY, Guidelines, IngestSettings
 from judges.store.jobs import JobStore
 from judges.store.leases import Leases, cutoff
@@ -242,7 +242,11 @@ async def open_app(settings: Settings, *, client_roots: bool = True,
         await anyio.to_thread.run_sync(recover_registered, settings.patch_journal_dir, settings.allowed_roots)
         store = JobStore(db)
         # Resumable jobs an earlier process of this home (or a replica whose lease expired) left: continued here.
-        claimed = store.claim(RESUMABLE, cutoff(settings.lease_s), at_start=True)
+        # In bounded batches: every job under this process's own name is taken now (no later claim would).
+        claimed: list[Any] = []
+        started = timestamp()
+        while batch := store.claim(RESUMABLE, cutoff(settings.lease_s), started=started):
+            claimed += batch
         interrupted = store.interrupt_orphans()
         if interrupted:
             log.warning("%d background job(s) of an earlier server process marked interrupted", interrupted)

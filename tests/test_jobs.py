@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import socket
+import time
 from pathlib import Path
 
 import jsonschema
@@ -11,7 +12,7 @@ import pytest
 
 from judges.errors import InputError, NotFoundError
 from judges.image.optimizer import OptimizedPrompt
-from judges.store.database import MIGRATIONS, Database, open_database
+from judges.store.database import MIGRATIONS, Database, open_database, timestamp
 from judges.store.jobs import JobStore
 from judges.store.leases import JOB_LOST, Leases
 from server.jobs import or_job
@@ -167,9 +168,48 @@ def test_two_replicas_claiming_at_once_never_take_the_same_job(db: Database) -> 
     jobs = {resumable(db, "dead", "2020-01-01T00:00:00.000Z") for _ in range(20)}
     stores = [JobStore(db, worker=f"replica-{i}") for i in range(4)]
     with ThreadPoolExecutor(4) as pool:
-        claimed = list(pool.map(lambda s: [c.job_id for c in s.claim(("calibrate_judge",), "2021-01-01")], stores))
+        claimed = list(pool.map(lambda s: [c.job_id for _ in range(3) for c in s.claim(("calibrate_judge",),
+                                                                                      "2021-01-01")], stores))
     taken = [job for batch in claimed for job in batch]
     assert sorted(taken) == sorted(jobs)  # every job once, none twice
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_one_claim_takes_at_most_claim_limit_jobs_oldest_first(db: Database) -> None:
+    from judges.store.jobs import CLAIM_LIMIT
+
+    dead = f"{socket.gethostname()}:999999999"
+    jobs = [resumable(db, dead, "2020-01-01T00:00:00.000Z") for _ in range(CLAIM_LIMIT + 3)]
+    store = JobStore(db, worker="replica-2")
+    first = [c.job_id for c in store.claim(("calibrate_judge",), "2021-01-01")]
+    second = [c.job_id for c in store.claim(("calibrate_judge",), "2021-01-01")]
+    assert (first, second) == (jobs[:CLAIM_LIMIT], jobs[CLAIM_LIMIT:])
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_resumable_jobs_left_by_a_limited_claim_stay_working_for_the_next_heartbeat(db: Database) -> None:
+    from judges.store.jobs import CLAIM_LIMIT
+
+    dead = f"{socket.gethostname()}:999999999"
+    jobs = [resumable(db, dead, "2020-01-01T00:00:00.000Z") for _ in range(CLAIM_LIMIT + 2)]
+    leases = Leases(JobStore(db, worker="replica-2"), None, lease_s=15, resumable=("calibrate_judge",))
+    leases.beat()
+    first = [c.job_id for c in leases.claimed]
+    assert [JobStore(db).get("o", j).status for j in jobs] == ["working"] * len(jobs)
+    leases.beat()
+    assert first + [c.job_id for c in leases.claimed] == jobs
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_a_restart_under_the_same_name_takes_every_own_job_in_batches_once(db: Database) -> None:
+    from judges.store.jobs import CLAIM_LIMIT
+
+    jobs = [resumable(db, "me") for _ in range(CLAIM_LIMIT * 2 + 1)]
+    time.sleep(0.002)  # the earlier process's last write, then this one's start (timestamps in milliseconds)
+    store, started, taken = JobStore(db, worker="me"), timestamp(), []
+    while batch := store.claim(("calibrate_judge",), "2000-01-01", started=started):
+        taken += [c.job_id for c in batch]
+    assert taken == jobs and {JobStore(db).get("o", j).takeovers for j in jobs} == {1}
 
 
 @pytest.mark.parametrize("engine", ["sqlite"])
@@ -179,7 +219,7 @@ def test_a_restarted_server_takes_over_the_resumable_jobs_of_its_dead_process_an
     job_id = resumable(db, dead)
     other = JobStore(db, worker=dead).create("o", "judge_code").job_id
     store = JobStore(db)
-    claimed = store.claim(("calibrate_judge",), "2000-01-01", at_start=True)
+    claimed = store.claim(("calibrate_judge",), "2000-01-01", started=timestamp())
     assert [c.job_id for c in claimed] == [job_id] and store.interrupt_orphans() == 1
     assert [store.get("o", j).status for j in (job_id, other)] == ["working", "interrupted"]
 

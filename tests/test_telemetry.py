@@ -139,6 +139,29 @@ async def test_metrics_are_parsed_by_the_prometheus_parser_and_count_the_calls(
     assert samples[("judge_mcp_jobs", (("status", "working"),))] == 0
 
 
+async def test_model_names_a_caller_invents_get_at_most_sixteen_labels_and_then_count_as_other(
+        traced: tuple[str, Collector], fake_server: FakeModelServer) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from judges.telemetry import OTHER_MODELS
+
+    base, _ = traced
+    fake_server.respond_with(replies)
+    invented = [f"openai:made-up-{i}" for i in range(24)]
+    async with client_with_token(base + "/mcp", "tok-t") as client:
+        await call(client, "create_agent", name="Judge-M", system_prompt="You are judge A.")
+        for start in range(0, 24, 8):
+            await call(client, "evaluate_image", brief="a red square", images=[png_b64()],
+                       models=invented[start:start + 8])
+        await call(client, "evaluate_image", brief="a blue square", images=[png_b64()])  # the configured model
+    async with httpx.AsyncClient(trust_env=False) as http:
+        scraped = await http.get(base + "/metrics", headers={"Authorization": "Bearer scrape-me"})
+    requests = {s.labels["model"]: s.value for family in text_string_to_metric_families(scraped.text)
+                for s in family.samples if s.name == "judge_mcp_model_requests_total"}
+    assert requests == {**{m: 1 for m in invented[:OTHER_MODELS]}, "other": 24 - OTHER_MODELS,
+                        "openai:gpt-fake": 1}
+
+
 def test_without_an_otlp_endpoint_no_telemetry_package_is_imported() -> None:
     # (The opentelemetry API itself comes with the MCP SDK; the SDK, the exporter and prometheus-client are ours.)
     code = ("import sys, server.cli, server.app, server.errors, judges.store.metering; print(sorted(m for m in "

@@ -35,6 +35,9 @@ FINISHED = ("completed", "failed", "cancelled", "interrupted")
 STOPPED = "the server stopped before the job finished; call the tool again"  # why a job is interrupted
 # A job whose process stopped this many times is not taken over again (interrupted: its work may be what stops them).
 MAX_TAKEOVERS = 3
+# At most this many jobs taken over per claim (a heartbeat, or a start): thousands of dead replicas' jobs are
+# spread over later heartbeats instead of one unbounded transaction and a burst of restarted work.
+CLAIM_LIMIT = 4
 EXPIRED = "1970-01-01T00:00:00.000Z"  # a heartbeat that has expired whatever the lease
 
 
@@ -144,32 +147,38 @@ class JobStore:
                          "WHERE id=? AND status='working'",
                          (status, None if result is None else json.dumps(result), shown(error), now, now, job_id))
 
-    def claim(self, tools: Collection[str], before: str, *, at_start: bool = False) -> builtins.list[Claimed]:
+    def claim(self, tools: Collection[str], before: str, *, started: str | None = None,
+              limit: int = CLAIM_LIMIT) -> builtins.list[Claimed]:
         """Take over the working jobs of resumable `tools` whose worker stopped: those whose heartbeat is older
         than `before` (their lease expired; on SQLite, one home, only when that process on this host has ended),
-        and at start this process's own name's (a restarted container keeps its host name and pid). On PostgreSQL
+        and at start (`started`: when this process started) this process's own name's last changed before it (a
+        restarted container keeps its host name and pid; a job claimed since is not claimed again). On PostgreSQL
         each row is locked with FOR UPDATE SKIP LOCKED, so two replicas never take the same job. Each becomes this
-        worker's, its heartbeat fresh and `takeovers` one more; returned: what to call again."""
+        worker's, its heartbeat fresh and `takeovers` one more; returned: what to call again. At most `limit`,
+        oldest first: the rest wait for a later claim (expire leaves them)."""
         if not tools:
             return []
         marks = ",".join("?" for _ in tools)
-        sql = (f"SELECT id, organization_id, tool, arguments, caller, worker FROM jobs WHERE status='working' "
+        sql = (f"SELECT id, organization_id, tool, arguments, caller, worker, updated_at FROM jobs WHERE status='working' "
                f"AND arguments IS NOT NULL AND takeovers<? AND tool IN ({marks}) AND ")
         params: tuple[object, ...] = (MAX_TAKEOVERS, *tools)
         if self.db.kind == "sqlite":
-            sql += "1=1"
-        elif at_start:
-            sql, params = sql + "(worker=? OR heartbeat_at<?)", (*params, self.worker, before)
+            sql += "1=1"  # which: decided below, per row
+        elif started is not None:
+            sql, params = sql + "((worker=? AND updated_at<?) OR heartbeat_at<?)", (*params, self.worker, started, before)
         else:
             sql, params = sql + "worker<>? AND heartbeat_at<?", (*params, self.worker, before)
         if self.db.kind == "postgresql":
-            sql += " ORDER BY created_at FOR UPDATE SKIP LOCKED"
+            sql, params = sql + " ORDER BY created_at LIMIT ? FOR UPDATE SKIP LOCKED", (*params, limit)
+        else:
+            sql += " ORDER BY created_at"
         now = timestamp()
         with self.db.transaction() as conn:
             rows = conn.execute(sql, params).fetchall()
             if self.db.kind == "sqlite":  # one home: a live process on this host keeps its jobs
-                rows = [r for r in rows if (at_start and r["worker"] == self.worker)
-                        or (r["worker"] != self.worker and not _alive(r["worker"] or ""))]
+                rows = [r for r in rows if (started is not None and r["worker"] == self.worker
+                                            and r["updated_at"] < started)
+                        or (r["worker"] != self.worker and not _alive(r["worker"] or ""))][:limit]
             for r in rows:
                 conn.execute("UPDATE jobs SET worker=?, heartbeat_at=?, updated_at=?, takeovers=takeovers+1, "
                              "message=? WHERE id=?",
@@ -213,13 +222,18 @@ class JobStore:
                                                      "call the tool again")
         return len(orphans)
 
-    def expire(self, before: str) -> int:
+    def expire(self, before: str, resumable: Collection[str] = ()) -> int:
         """Working jobs of another worker whose heartbeat is older than `before` (its lease expired) are
-        `interrupted`; how many."""
+        `interrupted`, except those of `resumable` tools a later claim will take over; how many."""
         from judges.store.leases import JOB_LOST
 
-        rows = self.db.query("SELECT id, worker FROM jobs WHERE status='working' AND worker<>? AND heartbeat_at<?",
-                             (self.worker, before))
+        sql = "SELECT id, worker FROM jobs WHERE status='working' AND worker<>? AND heartbeat_at<?"
+        params: tuple[object, ...] = (self.worker, before)
+        if resumable:
+            marks = ",".join("?" for _ in resumable)
+            sql += f" AND NOT (arguments IS NOT NULL AND takeovers<? AND tool IN ({marks}))"
+            params = (*params, MAX_TAKEOVERS, *resumable)
+        rows = self.db.query(sql, params)
         # One home (SQLite): a live process on this host keeps its jobs even when its heartbeat was late.
         stale = [r["id"] for r in rows if self.db.kind != "sqlite" or not _alive(r["worker"] or "")]
         now, count = timestamp(), 0

@@ -50,7 +50,7 @@ class Leases:
         with db.transaction() as conn:
             conn.execute("UPDATE jobs SET heartbeat_at=? WHERE status='working' AND worker=?", (now, self.jobs.worker))
         self.claimed = self.jobs.claim(self.resumable, cutoff(self.lease_s))
-        expired = self.jobs.expire(cutoff(self.lease_s))
+        expired = self.jobs.expire(cutoff(self.lease_s), self.resumable)
         if expired:
             log.warning("%d background job(s) of a stopped replica marked interrupted", expired)
         if self.guidelines is not None:
