@@ -9,6 +9,8 @@ base URL. Used by the tests and by bench/ scripts (bench/verdicts.py replays rea
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 import time
 from collections import deque
@@ -43,6 +45,8 @@ class Recorded:
     body: dict[str, Any]
     headers: dict[str, str]
     at: float
+    cut_off: bool = False  # the client was gone (its connection closed) before the reply was written
+
 
     def text(self) -> str:
         """All text of the request (system and messages), for assertions."""
@@ -147,6 +151,7 @@ class FakeModelServer:
                 reply = server._next(rec)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
+                    rec.cut_off = _closed(self.connection)
                 status, payload = (
                     (reply.status, _error(api, reply)) if reply.status != 200 else (200, _success(api, body, reply))
                 )
@@ -160,6 +165,16 @@ class FakeModelServer:
                 self.wfile.write(data)
 
         return Handler
+
+
+def _closed(conn: socket.socket) -> bool:
+    """Whether the client closed its end (a killed process's sockets are closed by the kernel): an HTTP client
+    sends nothing more while it waits for a reply, so a readable socket here has met its end."""
+    try:
+        readable, _, _ = select.select([conn], [], [], 0)
+        return bool(readable) and conn.recv(1, socket.MSG_PEEK) == b""
+    except OSError:  # reset by the peer
+        return True
 
 
 def _success(api: str, body: dict[str, Any], r: Scripted) -> dict[str, Any]:

@@ -38,9 +38,10 @@ def scorer(delay_s: float) -> Any:
     return reply
 
 
-def asked(fake: FakeModelServer) -> Counter[int]:
-    """How many times the model was asked about each item."""
-    return Counter(int(m.group(1)) for rec in list(fake.requests) if (m := ITEM.search(rec.text())))
+def asked(fake: FakeModelServer, answered: bool = False) -> Counter[int]:
+    """How many times the model was asked about each item (`answered`: and its reply reached the asker)."""
+    return Counter(int(m.group(1)) for rec in list(fake.requests)
+                   if (m := ITEM.search(rec.text())) and not (answered and rec.cut_off))
 
 
 async def job_when(client: Any, job_id: str, until: Any, timeout_s: float) -> dict[str, Any]:
@@ -114,9 +115,12 @@ async def test_a_replica_killed_during_a_200_item_calibration_has_its_job_finish
         job = await job_when(survivor, started["job_id"], lambda j: j["status"] != "working", 120)
     counts = asked(fake_server)
     twice = sorted(i for i, n in counts.items() if n > 1)
+    answered = asked(fake_server, answered=True)
+    cut_off = sorted(set(counts) - {i for i, n in answered.items() if n == counts[i]})
     redone = {int(u.removeprefix("item ")) for u in job["units_redone"]}
-    print(f"takeover after {took_s:.1f} s (lease 3 s); items asked twice: {len(twice)} {twice} (in flight at the "
-          f"kill); units redone {sorted(redone)}; units read back: {job['units_reused']}")
+    print(f"takeover after {took_s:.1f} s (lease 3 s); items asked twice: {len(twice)} {twice}, of which cut off "
+          f"by the kill before their reply: {cut_off}, answered twice: {[i for i, n in answered.items() if n > 1]}; "
+          f"units redone {sorted(redone)}; units read back: {job['units_reused']}")
     assert (taken["worker"] != before["worker"], took_s < 3 * 3) == (True, True)
     assert (job["status"], job["result"]["items"], job["units_done"]) == ("completed", 200, 200)
     assert sorted(counts) == list(range(200)) and max(counts.values()) <= 2
