@@ -296,3 +296,21 @@ async def test_a_first_call_waiting_for_the_warm_ups_lock_leaves_the_event_loop_
     thread.join()
     assert reply is not None and reply.text == "fine"
     assert max(b - a for a, b in itertools.pairwise(ticks)) < 0.15
+
+
+@pytest.mark.parametrize("backend", ["openai", "anthropic"])
+def test_a_built_sdk_client_leaves_httpx_wholly_imported_for_the_sdks_later_requests(backend: str) -> None:
+    """openai 3 reads sys.modules["httpx"] on each request without importing it: half imported by the warm-up's
+    chromadb at that moment, a request failed. Building the SDK (under the heavy-import lock) imports it whole."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            f"from judges.models.{backend}_client import {'OpenAIChatClient' if backend == 'openai' else 'AnthropicClient'}"
+            " as C\n"
+            "assert 'httpx' not in sys.modules\n"
+            "C('m', api_key='k', base_url='http://127.0.0.1:9')._client()\n"
+            "m = sys.modules['httpx']\n"
+            "print(getattr(m.__spec__, '_initializing', False), m.Response.__name__)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout.strip()) == (0, "False Response"), done.stderr[-2000:]

@@ -105,6 +105,12 @@ def test_a_version_is_numbered_past_the_shipped_and_stored_ones_per_organization
     assert versions.get("org-a", f"{ASSET}@v1") is None  # the shipped asset is not a stored version
 
 
+@pytest.mark.parametrize("version", ["99999999999999999999", "\u0661\u0662", "1 ", "-1", ""])
+def test_a_version_number_no_stored_version_can_have_is_none_without_asking_the_database(
+        db: Database, version: str) -> None:
+    assert PromptVersions(db).get("org-a", f"{ASSET}@v{version}") is None
+
+
 def test_versions_kept_at_the_same_time_each_get_their_own_number(db: Database) -> None:
     versions = PromptVersions(db)
     kept: list[str] = []

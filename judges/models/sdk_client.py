@@ -59,6 +59,11 @@ class SdkClient:
         if self._sdk is None:
             with HEAVY:  # the SDK's import never runs beside the warm-up's (numpy, httpx users)
                 if self._sdk is None:
+                    # httpx whole before any request: openai 3 reads `sys.modules["httpx"]` on every request
+                    # without importing it, and met it half imported while the warm-up imported chromadb
+                    # (AttributeError: partially initialized module 'httpx'); mcp depends on httpx.
+                    import httpx  # noqa: F401
+
                     self._sdk = self._make_sdk()
         return self._sdk
 

@@ -30,7 +30,9 @@ class PromptVersions:
     def get(self, org: str, prompt_id: str) -> PromptVersion | None:
         """The organization's version `prompt_id` (<name>@v<N>), or None (a shipped asset, or none such)."""
         name, _, version = prompt_id.partition("@v")
-        if not version.isdigit():
+        # ASCII digits, at most 9 (the column's INTEGER on both engines): any other id is not a stored version,
+        # and the prompt loader names it unknown with the closest asset.
+        if not (version.isascii() and version.isdigit()) or len(version) > 9:
             return None
         rows = self.db.query("SELECT base, rules FROM prompt_versions WHERE organization_id=? AND name=? AND "
                              "version=?", (org, name, int(version)))
