@@ -42,6 +42,7 @@ from .startup import (
     lean_schema,
     listed_description,
     listed_input,
+    untitled,
 )
 from .views import apps as views_apps
 from .views import pages as views_pages
@@ -110,7 +111,7 @@ class JudgeServer(MCPServer[AppContext]):
         built = await anyio.to_thread.run_sync(catalog.list_tools)  # imports and pydantic work: off the loop
         tools = [MCPTool(name=t.name, title=t.title, description=listed_description(t.description),
                          input_schema=listed_input(t.parameters),
-                         output_schema=None if t.output_schema is None else lean_schema(t.output_schema),
+                         output_schema=None if t.output_schema is None else lean_schema(untitled(t.output_schema)),
                          annotations=t.annotations, icons=t.icons, _meta=t.meta) for t in built]
         catalog.stale = False
         modules = catalog.modules()

@@ -341,6 +341,29 @@ def test_no_tools_output_schema_has_a_reference_left(tmp_path: Path) -> None:
     assert len(schemas) == 32 and not [s for s in schemas if "$ref" in s or "$defs" in s]
 
 
+def test_no_tools_output_schema_carries_pydantics_automatic_titles(tmp_path: Path) -> None:
+    """A client fetches and checks the whole listing before a tool's first call (the mcp client lists tools to
+    check results against their output schemas): titles repeating each name were ~25 KB of its 173."""
+    from server.app import create_server
+    from server.settings import Settings
+
+    def titled(node: object) -> bool:
+        if isinstance(node, list):
+            return any(titled(n) for n in node)
+        if not isinstance(node, dict):
+            return False
+        return any((key == "title" and isinstance(value, str)) or (key != "properties" and titled(value))
+                   or (key == "properties" and any(titled(sub) for sub in value.values()))
+                   for key, value in node.items())
+
+    async def output_schemas() -> list[Any]:
+        server = create_server(Settings(home=tmp_path))
+        return [t.output_schema for t in await server.list_tools() if t.output_schema]
+
+    schemas = anyio.run(output_schemas)
+    assert len(schemas) == 32 and [s for s in schemas if titled(s)] == []
+
+
 @pytest.mark.anyio
 async def test_get_agent_publishes_its_nullable_fields_as_type_lists_and_its_result_passes_the_clients_check(
         tmp_path: Path) -> None:
