@@ -167,3 +167,17 @@ async def test_a_score_text_calibration_with_samples_says_score_text_takes_one(
         "samples: score_text takes one sample per item (samples: 1); pairwise_compare and viescore take more, "
         "e.g. samples: 3")
     assert fake_server.requests == []
+
+
+async def test_a_calibration_whose_judge_gave_no_verdict_on_any_item_is_an_error_keeping_every_detail(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    fake_server.respond_with(lambda rec: Scripted(text="I would rather not say."))
+    dataset = [{"id": f"t{i}", "text": f"ITEM {i} text", "human_score": i % 5} for i in range(4)]
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        result = await c.call_tool("calibrate_judge", {
+            "judge": "score_text", "dataset": dataset, "background": False,
+            "criteria": [{"name": "overall", "description": "Overall quality.", "scale": {"min": 0, "max": 4}}]})
+    report = result.structured_content
+    assert result.is_error and result.content[0].text.startswith(
+        "No usable result: the judge gave no verdict on any item (4 failed)")
+    assert (report["items"], report["judged"], report["failed"], len(report["results"])) == (4, 0, 4, 4)

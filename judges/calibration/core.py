@@ -107,6 +107,12 @@ class CalibrationReport(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     chart: str = Field(default="", description="The chart's resource URI (PNG).")
 
+    def no_result(self) -> str | None:
+        """Why this report rests on nothing (the judge gave no verdict on any item), or None."""
+        if self.judged == 0 and self.failed:
+            return f"the judge gave no verdict on any item ({self.failed} failed)"
+        return None
+
 
 class JudgeSpec(BaseModel):
     """How to judge each item: the tool-level options the items share (pairwise_compare: an agent's prompt as
