@@ -74,6 +74,29 @@ def parse_error_reply(exc: Exception) -> Any:
                                        error=ErrorData(code=PARSE_ERROR, message=message)))
 
 
+def writable(message: Any) -> Any:
+    """`message` when it can be written as JSON; else, for a response, a JSON-RPC internal error (-32603)
+    answering the same request and saying why, and for a notification None (dropped, logged). The SDK's stdio
+    writer serialises each message in its one writer task: one that cannot be (a lone surrogate in a string
+    that reached a result) ended that task, and with it the whole server."""
+    from mcp.shared.message import SessionMessage
+    from mcp.types import ErrorData, JSONRPCError
+
+    try:
+        message.message.model_dump_json(by_alias=True, exclude_unset=True)
+        return message
+    except Exception as exc:
+        request_id = getattr(message.message, "id", None)
+        reason = str(exc).splitlines()[0][:300]
+        log.error("a message to the client could not be written as JSON (%s): %s",
+                  f"request {request_id!r}" if request_id is not None else "a notification", reason)
+        if request_id is None:
+            return None
+        return SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(
+            code=-32603, message=f"Internal error: the result could not be written as JSON ({reason}); "
+                                 "nothing else failed, and the server goes on serving")))
+
+
 MAX_LINE = 1 << 30  # a cap on one message line (the pipe reader's buffer grows only as a line needs)
 
 
@@ -164,10 +187,29 @@ async def serve_stdio(server: Any) -> None:
                         continue
                     await send.send(item)
 
+        out_send, out_receive = anyio.create_memory_object_stream[SessionMessage](0)
+        writing = anyio.Event()
+        writing.set()  # set while no message is between the server and the SDK's writer
+
+        async def write() -> None:
+            nonlocal writing
+            async with out_receive:
+                async for message in out_receive:
+                    writing = anyio.Event()
+                    answer = writable(message)
+                    if answer is not None:
+                        await write_stream.send(answer)
+                    writing.set()
+
         async with anyio.create_task_group() as tg:
             tg.start_soon(forward)
-            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+            tg.start_soon(write)
+            async with out_send:
+                await lowlevel.run(receive, out_send, lowlevel.create_initialization_options())
+            with anyio.move_on_after(5):  # the last message handed over, as the SDK's own writer would
+                await writing.wait()
             tg.cancel_scope.cancel()
+        await write_stream.aclose()  # (the low-level server closed the stream it was given) the SDK's writer ends
 
 
 def stop_on_signals() -> None:
