@@ -154,7 +154,10 @@ def hide_passwords(text: str, url: str) -> str:
 
 def reach_chroma(url: str) -> str | None:
     """None when the Chroma server at `url` answers its heartbeat, else why not."""
-    import httpx
+    from rag.warmup import HEAVY
+
+    with HEAVY:  # never beside another thread's heavy imports
+        import httpx
 
     try:
         response = httpx.get(url.rstrip("/") + "/api/v2/heartbeat", timeout=REACH_TIMEOUT_S, trust_env=False)

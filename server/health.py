@@ -14,9 +14,18 @@ log = logging.getLogger("judge_mcp")
 CHECK_TIMEOUT_S = 2.0
 
 
+def _import_httpx() -> Any:
+    from rag.warmup import HEAVY
+
+    with HEAVY:
+        import httpx
+    return httpx
+
+
 async def _reachable(url: str) -> bool:
     """True when `url` answers HTTP at all (any status): the address is up."""
-    import httpx
+    # httpx is imported under the heavy-import lock, in a worker thread (never beside the warm-up's imports).
+    httpx = await anyio.to_thread.run_sync(_import_httpx)
 
     try:
         async with httpx.AsyncClient(timeout=CHECK_TIMEOUT_S, trust_env=False) as client:
