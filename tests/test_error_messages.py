@@ -33,7 +33,7 @@ MISTAKES: list[tuple[str, dict[str, Any], str]] = [
      "image file's bytes in base64, e.g. data:image/png;base64,iVBORw0KGgo..."),
     ("pairwise_compare", {"instruction": "Say hello", "candidates": ["hi", "hello"], "prompt_id": "text/nope@v1"},
      "invalid input: no prompt asset 'text/nope@v1'; the closest: text/reference@v1, text/score/steps@v1, "
-     "text/trajectory@v1. prompts/list names all 31."),
+     "text/trajectory@v1. prompts/list names all 32."),
     ("create_agent", {"name": "Judge", "template_id": "brand"},
      "invalid input: template_id 'brand' is unknown; choose one of: brand_compliance, composition, "
      "product_accuracy, technical_quality"),
