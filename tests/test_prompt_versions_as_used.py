@@ -121,3 +121,25 @@ def test_versions_kept_at_the_same_time_each_get_their_own_number(db: Database) 
     for t in threads:
         t.join()
     assert sorted(kept) == [f"{ASSET}@v{n}" for n in range(2, 6)]
+
+
+def test_sixteen_versions_kept_at_the_same_instant_each_get_their_own_number(db: Database) -> None:
+    versions = PromptVersions(db)
+    kept: list[str] = []
+    failed: list[str] = []
+    start = threading.Barrier(16)
+
+    def save(i: int) -> None:
+        start.wait()
+        try:
+            kept.append(versions.save("org-a", f"{ASSET}@v1", f"R{i}").id)
+        except Exception as exc:  # the test reports every failure
+            failed.append(repr(exc))
+
+    threads = [threading.Thread(target=save, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failed == []
+    assert sorted(kept, key=lambda v: int(v.rsplit("@v", 1)[1])) == [f"{ASSET}@v{n}" for n in range(2, 18)]

@@ -43,6 +43,8 @@ class PromptVersions:
         name = base.split("@")[0]
         for _ in range(5):  # another replica may take the same number at once: its row stays, this one numbers again
             with self.db.transaction() as conn:
+                if self.db.kind == "postgresql":  # savers of one name number one at a time, each after the last commits
+                    conn.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (f"prompt_versions:{org}:{name}",))
                 rows = conn.execute("SELECT MAX(version) AS v FROM prompt_versions WHERE organization_id=? AND name=?",
                                     (org, name)).fetchall()
                 stored = rows[0]["v"] if rows and rows[0]["v"] is not None else 0
