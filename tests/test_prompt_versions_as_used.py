@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from judges.store.database import Database
-from judges.store.prompt_versions import PromptVersions
+from judges.store.prompt_versions import PromptVersion, PromptVersions
 from tests.fake_model_server import FakeModelServer, Recorded, Scripted
 from tests.test_align_pairwise_as_used import (
     PAIRS,
@@ -103,6 +103,27 @@ def test_a_version_is_numbered_past_the_shipped_and_stored_ones_per_organization
     assert (first.id, second.id, other.id) == (f"{ASSET}@v2", f"{ASSET}@v3", f"{ASSET}@v2")
     assert versions.get("org-a", f"{ASSET}@v3") == second and versions.get("org-b", f"{ASSET}@v3") is None
     assert versions.get("org-a", f"{ASSET}@v1") is None  # the shipped asset is not a stored version
+
+
+def test_only_the_canonical_spelling_of_a_version_number_names_a_stored_version(db: Database) -> None:
+    versions = PromptVersions(db)
+    versions.save("org-a", f"{ASSET}@v1", "R2")
+    versions.save("org-a", f"{ASSET}@v1", "R3")
+    odd = ["@v02", "@v\u0663", "@v\u00b2", "@v99999999999999999999", "@v+2", "@v 2", "@v2 "]  # ٣ and ² are unicode digits
+    assert [versions.get("org-a", f"{ASSET}{v}") for v in odd] == [None] * len(odd)
+    assert versions.get("org-a", f"{ASSET}@v3") == PromptVersion(id=f"{ASSET}@v3", base=f"{ASSET}@v1", rules="R3")
+
+
+async def test_a_prompt_id_with_an_odd_version_number_is_the_callers_error(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    odd = [f"{ASSET}@v99999999999999999999", f"{ASSET}@v\u00b2", f"{ASSET}@v\u0663"]
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        results = [await c.call_tool("pairwise_compare", {**PAIR, "prompt_id": prompt_id}) for prompt_id in odd]
+    texts = [r.content[0].text for r in results]
+    assert all(r.is_error for r in results)
+    assert [t.startswith("Error executing tool pairwise_compare: invalid input: ") for t in texts] == [True] * 3, texts
+    assert f"the closest: {ASSET}@v1" in texts[0]
+    assert fake_server.requests == []
 
 
 def test_versions_kept_at_the_same_time_each_get_their_own_number(db: Database) -> None:
