@@ -114,15 +114,15 @@ def test_only_the_canonical_spelling_of_a_version_number_names_a_stored_version(
     assert versions.get("org-a", f"{ASSET}@v3") == PromptVersion(id=f"{ASSET}@v3", base=f"{ASSET}@v1", rules="R3")
 
 
-async def test_a_prompt_id_with_an_odd_version_number_is_the_callers_error(
+async def test_a_prompt_id_with_an_odd_version_number_or_a_huge_name_is_the_callers_error(
         tmp_path: Path, fake_server: FakeModelServer) -> None:
-    odd = [f"{ASSET}@v99999999999999999999", f"{ASSET}@v\u00b2", f"{ASSET}@v\u0663"]
+    odd = [f"{ASSET}@v99999999999999999999", f"{ASSET}@v\u00b2", f"{ASSET}@v\u0663", "x" * 100_000 + "@v2"]
     async with judge_mcp(tmp_path / "home", fake_server) as c:
         results = [await c.call_tool("pairwise_compare", {**PAIR, "prompt_id": prompt_id}) for prompt_id in odd]
     texts = [r.content[0].text for r in results]
     assert all(r.is_error for r in results)
-    assert [t.startswith("Error executing tool pairwise_compare: invalid input: ") for t in texts] == [True] * 3, texts
-    assert f"the closest: {ASSET}@v1" in texts[0]
+    assert [t.startswith("Error executing tool pairwise_compare: invalid input: ") for t in texts] == [True] * 4, texts
+    assert f"the closest: {ASSET}@v1" in texts[0] and "is too long (at most 200)" in texts[3]
     assert fake_server.requests == []
 
 
