@@ -158,3 +158,34 @@ def test_sixteen_versions_kept_at_the_same_instant_each_get_their_own_number(db:
         t.join()
     assert failed == []
     assert sorted(kept, key=lambda v: int(v.rsplit("@v", 1)[1])) == [f"{ASSET}@v{n}" for n in range(2, 18)]
+
+
+async def test_an_agent_aligns_on_its_organizations_prompt_version(tmp_path: Path,
+                                                                     fake_server: FakeModelServer) -> None:
+    def respond(rec: Recorded) -> Scripted:
+        text = rec.text()
+        if WRITER in text:  # the agent's rules are revised to AGENT-REVISED; the asset's to REVISED
+            return Scripted(text=json.dumps({"instructions": "AGENT-REVISED: the right answer wins." if "CURRENT"
+                                             in text else REVISED, "rationale": "r"}))
+        return pair_judge(lambda n, t: "AGENT-REVISED" in t or ("REVISED" in t and "CURRENT" not in t)
+                          or current_judge(n))(rec)
+
+    fake_server.respond_with(respond)
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        version = await c.call_tool("align_judge", {"judge": "pairwise_compare", "prompt_id": ASSET,
+                                                    "dataset": PAIRS, "background": False})
+        agent = (await c.call_tool("create_agent", {"name": "referee", "system_prompt": "CURRENT: the better "
+                                                                                        "answer wins."})).structured_content
+        seen = len(fake_server.requests)
+        aligned = await c.call_tool("align_judge", {"agent_id": agent["id"], "judge": "pairwise_compare",
+                                                    "prompt_id": f"{ASSET}@v2", "dataset": PAIRS,
+                                                    "background": False})
+    assert version.structured_content["new_prompt_id"] == f"{ASSET}@v2"
+    assert not aligned.is_error, aligned.content[0].text
+    report = aligned.structured_content
+    assert (report["kept"], report["prompt_id"], report["instructions"]) == (
+        True, f"{ASSET}@v2", "AGENT-REVISED: the right answer wins.")
+    writers = [r.text() for r in fake_server.requests[seen:] if WRITER in r.text()]
+    assert writers and all(f"<prompt>\n{REVISED}\n\nYou compare two responses" in t for t in writers)
+    judged = [r.text() for r in fake_server.requests[seen:] if WRITER not in r.text()]
+    assert all(t.startswith(f"{RULES}{REVISED}\n\n") for t in judged)  # the version's rules first, then the agent's

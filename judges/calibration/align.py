@@ -210,13 +210,16 @@ def _shown(items: Sequence[Item], judged: Sequence[Judged], truth: Sequence[Outc
     return wrong[:MAX_SHOWN], right[:MAX_SHOWN // 4]
 
 
-def _asset(prompt_id: str | None) -> str:
-    """The pairwise prompt the rules go before, as the judge reads it, with placeholders for the item."""
+async def _asset(call: JudgeCall, prompt_id: str | None) -> str:
+    """The pairwise prompt the rules go before, as the judge reads it, with placeholders for the item: an
+    organization's own version is its shipped asset with the version's rules first."""
     import prompts
     from judges.pairwise.judge import DEFAULT_PROMPTS
 
-    return prompts.render(prompt_id or DEFAULT_PROMPTS[("pairwise", "text")], instruction="(the instruction)",
-                          response_a="(response A)", response_b="(response B)")
+    base, own = await call.prompt(prompt_id or DEFAULT_PROMPTS[("pairwise", "text")])
+    text = prompts.render(base, instruction="(the instruction)", response_a="(response A)",
+                          response_b="(response B)")
+    return text if own is None else f"{own}\n\n{text}"
 
 
 def _sha(text: str) -> str:
@@ -293,7 +296,7 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
             written = await ask(await call.client(), f"calibration/{'revise_pairwise' if pairwise else 'revise'}@v1",
                                 Revision, max_tokens=4096, judge=text, disagreements=wrong, agreements=right,
                                 candidate=k + 1, candidates=candidates, focus=FOCUS[k],
-                                **(on_scale if not pairwise else {"asset": _asset(prompt_id)}))
+                                **(on_scale if not pairwise else {"asset": await _asset(call, prompt_id)}))
             done += 1
             usage += written.usage
             if written.value is None:
