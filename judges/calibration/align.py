@@ -323,7 +323,8 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
     if chosen is None:
         why = (f"the current judge scored no training item ({cur_failed} failed)" if cur_rate is None
                else "the current judge agrees with every training item it scored: nothing to revise" if not wrong
-               else "no candidate revision could be read")
+               else "no candidate revision could be read ("
+               + ", ".join(sorted({(c.failure or "").split(":")[0] for c in tried})) + ")")
         return Alignment(kept=False, conclusion=f"no change: {why}", current=current_agreement, revised=None,
                          usage=usage, **base)  # type: ignore[arg-type]
     best_text = texts[chosen]
