@@ -106,7 +106,7 @@ class Alignment(BaseModel):
         "McNemar's exact test, two-sided, on the test pairs (pairwise: the keep-rule; scores: pass/fail, reported)."))
     score_gain: ScoreGain | None = Field(default=None, description=(
         "The scores themselves on test: the revision's gain with a paired bootstrap interval (score_text: "
-        "kept only when low > 0); null with fewer than two items both scored, or pairwise."))
+        "kept only when low > 0); null with fewer than 6 items both scored, or pairwise."))
     keep_rule: str = Field(default="", description=(
         "What decided: 'bootstrap' (scores: score_gain.low > 0) or 'mcnemar' (pairwise: p_value < alpha)."))
     alpha: float = ALPHA
@@ -366,7 +366,8 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
                                    f"{pairs.only_revised} items only the revision got right, {pairs.only_current} "
                                    "only the current judge): nothing changed")
     elif gain is None:
-        conclusion = "no significant gain: fewer than two test items scored by both judges: nothing changed"
+        conclusion = (f"no significant gain: fewer than {stats.MIN_BOOTSTRAP_PAIRS} test items scored by both judges "
+                      "(with fewer, even every one closer is not significant at 5%): nothing changed")
     else:
         interval = f"{gain.value:.4g}, 95% paired bootstrap interval [{gain.low:.4g}, {gain.high:.4g}]"
         conclusion = (f"kept: the revision scores closer to the people on the test items (mean absolute error "
