@@ -189,3 +189,25 @@ async def test_an_agent_aligns_on_its_organizations_prompt_version(tmp_path: Pat
     assert writers and all(f"<prompt>\n{REVISED}\n\nYou compare two responses" in t for t in writers)
     judged = [r.text() for r in fake_server.requests[seen:] if WRITER not in r.text()]
     assert all(t.startswith(f"{RULES}{REVISED}\n\n") for t in judged)  # the version's rules first, then the agent's
+
+
+async def test_template_syntax_the_writer_puts_in_a_kept_version_reaches_the_model_literally(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    written = ("REVISED {{ 7*7 }} {{ ''.__class__.__mro__ }} {% for x in range(99999999) %}x{% endfor %} "
+               "{# gone? #} {{ prompt_id }}")
+
+    def respond(rec: Recorded) -> Scripted:
+        if WRITER in rec.text():
+            return Scripted(text=json.dumps({"instructions": written, "rationale": "r"}))
+        return pair_judge(lambda n, t: True if "REVISED" in t else current_judge(n))(rec)
+
+    fake_server.respond_with(respond)
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        aligned = await c.call_tool("align_judge", {"judge": "pairwise_compare", "prompt_id": ASSET,
+                                                    "dataset": PAIRS, "background": False})
+        seen = len(fake_server.requests)
+        compared = await c.call_tool("pairwise_compare", {**PAIR, "prompt_id": f"{ASSET}@v2"})
+    assert aligned.structured_content["new_prompt_id"] == f"{ASSET}@v2"
+    assert not compared.is_error, compared.content[0].text
+    assert [r.text().startswith(f"{RULES}{written}\n\nYou compare two responses")
+            for r in fake_server.requests[seen:]] == [True, True]
