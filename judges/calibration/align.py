@@ -160,13 +160,14 @@ def judge_spec(judge: str, text: str, scale: tuple[float, float], prompt_id: str
 def split_items(items: Sequence[Item], spec: JudgeSpec, human_pass_at: float | None, seed: int,
                 test_fraction: float) -> tuple[list[Item], list[Outcome], list[int], list[int], int]:
     """The items the people decided (pairs they tie on left out, counted), their classes and the split (train
-    and test indices into them); refused when a side would be empty. Pure: a tool checks it before its job."""
+    and test indices into them); refused when a side would be empty. Pure: a tool checks it before its job. A pair
+    labelled again in the other order is the same pair: both copies fall on one side."""
     labelled = [(i, human_class(i, spec, human_pass_at)) for i in items]
     decided = [i for i, t in labelled if t != "tie"]
     truth: list[Outcome] = [t for _, t in labelled if t != "tie"]
     pairwise = spec.judge == "pairwise_compare"
     train_i, test_i = split(truth, seed, test_fraction,
-                            [(i.inputs["instruction"], *i.inputs["candidates"]) if pairwise else
+                            [(i.inputs["instruction"], *sorted(i.inputs["candidates"])) if pairwise else
                              (i.inputs["text"], i.inputs.get("instruction") or "") for i in decided])
     if not train_i or not test_i:
         raise InputError("dataset: the split left no training or no test items; give at least two labelled items "
