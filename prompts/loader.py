@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import jinja2
 
-_ID = re.compile(r"^[a-z0-9_]+(?:/[a-z0-9_]+)*@v[0-9]+$")
+_ID = re.compile(r"[a-z0-9_]+(?:/[a-z0-9_]+)*@v[0-9]+")  # the whole id (fullmatch: no trailing newline)
+MAX_ID = 200  # characters; a longer id names no file the system could open (a path component is <= 255 bytes)
 _META = re.compile(r"\{#\s*([a-z_]+):\s*(.*?)\s*#\}\s*", re.S)
 _PROVIDED: dict[str, Any] = {}  # values every template may use by name (`provide`)
 
@@ -98,7 +99,10 @@ def _bare_env() -> jinja2.Environment:
 
 
 def _asset_path(prompt_id: str) -> tuple[str, str]:
-    if not _ID.match(prompt_id):
+    if len(prompt_id) > MAX_ID:
+        raise PromptError(f"prompt id of {len(prompt_id)} characters is too long (at most {MAX_ID}), e.g. "
+                          "'agents/brand_compliance@v1'")
+    if not _ID.fullmatch(prompt_id):
         raise PromptError(f"prompt id {prompt_id!r} is not of the form '<id>@v<N>', e.g. 'agents/brand_compliance@v1'")
     name, version = prompt_id.split("@")
     return name, version

@@ -152,3 +152,24 @@ async def test_pairs_the_people_tie_on_throughout_are_refused_before_any_job(
         jobs = (await c.call_tool("list_jobs", {})).structured_content["jobs"]
     assert result.is_error and "the split left no training or no test items" in result.content[0].text
     assert (jobs, fake_server.requests) == ([], [])
+
+
+async def test_a_pair_labelled_again_in_the_other_order_falls_on_the_same_side_and_never_reaches_the_writer_from_test(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    swapped = [{**p, "id": f"SWAP-{n}", "candidates": p["candidates"][::-1],
+                "human_winner": {"A": "B", "B": "A"}[p["human_winner"]]} for n, p in enumerate(PAIRS)]
+
+    def respond(rec: Recorded) -> Scripted:
+        if WRITER in rec.text():
+            return Scripted(text=json.dumps({"instructions": "REVISED: the right answer wins.", "rationale": "r"}))
+        return pair_judge(lambda n, t: "REVISED" in t or current_judge(n))(rec)
+
+    fake_server.respond_with(respond)
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        report = await c.call_tool("align_judge", {"judge": "pairwise_compare", "prompt_id": "text/assessment/pairwise",
+                                                   "dataset": [*PAIRS, *swapped], "background": False})
+    test_ids = set(report.structured_content["test_ids"])
+    assert [f"PAIR-{n}" in test_ids for n in range(40)] == [f"SWAP-{n}" in test_ids for n in range(40)]
+    test_texts = [f"PAIR-{n.split('-')[1]} first" for n in test_ids]
+    writers = [r.text() for r in fake_server.requests if WRITER in r.text()]
+    assert writers and not any(x in t for t in writers for x in test_texts)

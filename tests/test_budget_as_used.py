@@ -199,6 +199,34 @@ async def test_a_background_calibration_stops_at_the_daily_budget(tmp_path: Path
     assert all(r["judge"] is None for r in report["results"] if r["failure"])  # nothing guessed for them
 
 
+async def test_align_judge_on_a_prompt_asset_stops_at_the_daily_budget_and_keeps_no_version(
+        tmp_path: Path, fake: FakeModelServer) -> None:
+    from tests.test_align_pairwise_as_used import PAIRS, WRITER, current_judge, pair_judge
+
+    def respond(rec: Recorded) -> Scripted:
+        if WRITER in rec.text():
+            answer = Scripted(text=json.dumps({"instructions": "REVISED: the right answer wins.", "rationale": "r"}))
+        else:
+            answer = pair_judge(lambda n, t: "REVISED" in t or current_judge(n))(rec)
+        return Scripted(text=answer.text, input_tokens=input_tokens(rec), output_tokens=OUTPUT_TOKENS)
+
+    fake.respond_with(respond)
+    with http_server(tmp_path / "home", fake, JUDGE_MCP_TOKENS="tok-a=org-a",
+                     JUDGE_MCP_DAILY_BUDGET_USD=str(BUDGET)) as url:
+        error, report = await tool(url, "tok-a", "align_judge", judge="pairwise_compare",
+                                   prompt_id="text/assessment/pairwise", dataset=PAIRS, background=False)
+        spent = await spent_today(url)
+        _, compared = await tool(url, "tok-a", "pairwise_compare", instruction="Question 1?",
+                                 candidates=["PAIR-1 first", "PAIR-1 second"],
+                                 prompt_id="text/assessment/pairwise@v2")
+    assert not error, report
+    assert (report["kept"], report["new_prompt_id"], report["usage"]["budget_exceeded"]) == (False, None, True)
+    assert report["conclusion"] == "no change: no candidate revision could be read (budget_exceeded)"
+    assert_stopped_at_the_budget(spent, fake.requests, report["candidates"])
+    assert report["usage"]["cost_usd"] == pytest.approx(spent, abs=1e-8)
+    assert "no prompt asset 'text/assessment/pairwise@v2'" in compared
+
+
 async def test_an_unpriced_model_is_refused_while_a_budget_is_set(tmp_path: Path, fake: FakeModelServer) -> None:
     with budgeted(tmp_path / "home", fake) as url:
         error, message = await tool(url, "tok-a", "pairwise_compare", instruction="Pick one.", candidates=["a", "b"],

@@ -143,6 +143,35 @@ async def test_an_item_with_more_human_labels_than_the_cap_is_refused_naming_the
     assert fake_server.requests == []
 
 
+async def test_a_human_score_beyond_a_trillion_is_refused_naming_the_line(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    """Scores of ±1e308 are finite, but the scale's width overflowed to inf: calibrate_judge divided by zero and
+    align_judge's score_gain was NaN (a result the client could not read)."""
+    dataset = [{"text": "a", "human_score": 1e308}, {"text": "b", "human_score": -1e308}]
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        results = [await c.call_tool(tool, {"dataset": dataset, "background": False, **args}) for tool, args in (
+            ("calibrate_judge", {"judge": "score_text", "rubric": "helpfulness"}),
+            ("align_judge", {"agent_id": "any"}))]
+    assert [r.is_error for r in results] == [True, True]
+    for result in results:
+        assert result.content[0].text.endswith(
+            "invalid input: dataset line 1: a human score must lie within ±1e+12 (got 1e+308); "
+            'e.g. {"text": "Paris is the capital.", "instruction": "Capital of France?", "human_scores": [5, 4]}'
+        ), result.content[0].text
+    assert fake_server.requests == []
+
+
+async def test_a_human_scale_beyond_a_trillion_is_refused(tmp_path: Path, fake_server: FakeModelServer) -> None:
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        result = await c.call_tool("calibrate_judge", {
+            "judge": "score_text", "rubric": "helpfulness", "dataset": [{"text": "a", "human_score": 1}, {"text": "b", "human_score": 0}],
+            "human_scale": {"min": -1e308, "max": 1e308}, "background": False})
+    assert result.is_error and result.content[0].text.endswith(
+        'invalid input: human_scale: min and max lie within ±1e+12, e.g. {"min": 0, "max": 1} (got (-1e+308, 1e+308))'
+    ), result.content[0].text
+    assert fake_server.requests == []
+
+
 async def test_a_pairwise_calibration_with_samples_asks_each_order_that_many_times(
         tmp_path: Path, fake_server: FakeModelServer) -> None:
     fake_server.respond_with(biased_pair_judge)

@@ -149,6 +149,14 @@ def test_a_paired_bootstrap_of_one_pair_is_none() -> None:
     assert stats.paired_bootstrap([0.5], [0.1], seed=0) is None
 
 
+def test_a_paired_bootstrap_of_five_pairs_all_better_is_none() -> None:
+    assert stats.paired_bootstrap([0.5, 0.4, 0.6, 0.5, 0.7], [0.1] * 5, seed=0) is None
+
+
+def test_a_paired_bootstrap_of_six_equal_differences_is_that_difference_exactly() -> None:
+    assert stats.paired_bootstrap([0.3] * 6, [0.1] * 6, seed=0) == pytest.approx((0.2, 0.2, 0.2))
+
+
 NO_FLIPS = Pairs(both_right=10, only_current=0, only_revised=0, both_wrong=0, left_out=0)
 SIX_FLIPS = Pairs(both_right=4, only_current=0, only_revised=6, both_wrong=0, left_out=0)
 

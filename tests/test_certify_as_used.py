@@ -194,6 +194,34 @@ async def test_a_revision_scoring_closer_on_test_is_kept_on_its_bootstrap_interv
     assert report["new_agent_id"] is not None
 
 
+async def test_a_score_revision_closer_on_only_two_test_items_is_not_kept(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # 8 items: 2 on test. The revision scores both closer (90/10 against 60/40): a bootstrap of two differences
+    # never reaches 0, but two of two is no evidence (a sign test's p = 0.5): nothing may be kept.
+    train, test = split(["pass"] * 4 + ["fail"] * 4, 0, 0.3)  # type: ignore[arg-type]
+
+    def respond(rec: Recorded) -> Scripted:
+        text = rec.text()
+        if WRITER in text:
+            return Scripted(text=json.dumps({"instructions": "REVISED: be decisive.", "rationale": "r"}))
+        n = int(re.search(r"ITEM-(\d+) answer", text).group(1))  # type: ignore[union-attr]
+        score = (90.0 if n < 4 else 10.0) if "REVISED" in text or n in train[1:] else (60.0 if n < 4 else 40.0)
+        if n == train[0]:  # the one training item the current judge gets wrong
+            score = 100 - score
+        return Scripted(text=json.dumps({"reasoning": "r", "score": score}))
+
+    fake_server.respond_with(respond)
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        agent = (await c.call_tool("create_agent", {"name": "grader", "system_prompt": "CURRENT."})).structured_content
+        report = await call(c, "align_judge", agent_id=agent["id"], dataset=labelled(4, 4), background=False)
+        agents = await call(c, "list_agents")
+    assert len(test) == 2 and report["revised"]["test"]["value"] == 1.0
+    assert (report["kept"], report["score_gain"], report["new_agent_id"]) == (False, None, None)
+    assert report["conclusion"] == ("no significant gain: fewer than 6 test items scored by both judges (with "
+                                    "fewer, even every one closer is not significant at 5%): nothing changed")
+    assert len(agents["agents"]) == 1
+
+
 async def test_a_pass_mark_off_the_judges_scale_is_refused_before_any_model_call(
         tmp_path: Path, fake_server: FakeModelServer) -> None:
     async with judge_mcp(tmp_path / "home", fake_server) as c:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from judges.store.database import Database
-from judges.store.prompt_versions import PromptVersions
+from judges.store.prompt_versions import PromptVersion, PromptVersions
 from tests.fake_model_server import FakeModelServer, Recorded, Scripted
 from tests.test_align_pairwise_as_used import (
     PAIRS,
@@ -111,6 +111,27 @@ def test_a_version_number_no_stored_version_can_have_is_none_without_asking_the_
     assert PromptVersions(db).get("org-a", f"{ASSET}@v{version}") is None
 
 
+def test_only_the_canonical_spelling_of_a_version_number_names_a_stored_version(db: Database) -> None:
+    versions = PromptVersions(db)
+    versions.save("org-a", f"{ASSET}@v1", "R2")
+    versions.save("org-a", f"{ASSET}@v1", "R3")
+    odd = ["@v02", "@v\u0663", "@v\u00b2", "@v99999999999999999999", "@v+2", "@v 2", "@v2 "]  # ٣ and ² are unicode digits
+    assert [versions.get("org-a", f"{ASSET}{v}") for v in odd] == [None] * len(odd)
+    assert versions.get("org-a", f"{ASSET}@v3") == PromptVersion(id=f"{ASSET}@v3", base=f"{ASSET}@v1", rules="R3")
+
+
+async def test_a_prompt_id_with_an_odd_version_number_or_a_huge_name_is_the_callers_error(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    odd = [f"{ASSET}@v99999999999999999999", f"{ASSET}@v\u00b2", f"{ASSET}@v\u0663", "x" * 100_000 + "@v2"]
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        results = [await c.call_tool("pairwise_compare", {**PAIR, "prompt_id": prompt_id}) for prompt_id in odd]
+    texts = [r.content[0].text for r in results]
+    assert all(r.is_error for r in results)
+    assert [t.startswith("Error executing tool pairwise_compare: invalid input: ") for t in texts] == [True] * 4, texts
+    assert f"the closest: {ASSET}@v1" in texts[0] and "is too long (at most 200)" in texts[3]
+    assert fake_server.requests == []
+
+
 def test_versions_kept_at_the_same_time_each_get_their_own_number(db: Database) -> None:
     versions = PromptVersions(db)
     kept: list[str] = []
@@ -143,3 +164,56 @@ def test_sixteen_versions_kept_at_the_same_instant_each_get_their_own_number(db:
         t.join()
     assert failed == []
     assert sorted(kept, key=lambda v: int(v.rsplit("@v", 1)[1])) == [f"{ASSET}@v{n}" for n in range(2, 18)]
+
+
+async def test_an_agent_aligns_on_its_organizations_prompt_version(tmp_path: Path,
+                                                                     fake_server: FakeModelServer) -> None:
+    def respond(rec: Recorded) -> Scripted:
+        text = rec.text()
+        if WRITER in text:  # the agent's rules are revised to AGENT-REVISED; the asset's to REVISED
+            return Scripted(text=json.dumps({"instructions": "AGENT-REVISED: the right answer wins." if "CURRENT"
+                                             in text else REVISED, "rationale": "r"}))
+        return pair_judge(lambda n, t: "AGENT-REVISED" in t or ("REVISED" in t and "CURRENT" not in t)
+                          or current_judge(n))(rec)
+
+    fake_server.respond_with(respond)
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        version = await c.call_tool("align_judge", {"judge": "pairwise_compare", "prompt_id": ASSET,
+                                                    "dataset": PAIRS, "background": False})
+        agent = (await c.call_tool("create_agent", {"name": "referee", "system_prompt": "CURRENT: the better "
+                                                                                        "answer wins."})).structured_content
+        seen = len(fake_server.requests)
+        aligned = await c.call_tool("align_judge", {"agent_id": agent["id"], "judge": "pairwise_compare",
+                                                    "prompt_id": f"{ASSET}@v2", "dataset": PAIRS,
+                                                    "background": False})
+    assert version.structured_content["new_prompt_id"] == f"{ASSET}@v2"
+    assert not aligned.is_error, aligned.content[0].text
+    report = aligned.structured_content
+    assert (report["kept"], report["prompt_id"], report["instructions"]) == (
+        True, f"{ASSET}@v2", "AGENT-REVISED: the right answer wins.")
+    writers = [r.text() for r in fake_server.requests[seen:] if WRITER in r.text()]
+    assert writers and all(f"<prompt>\n{REVISED}\n\nYou compare two responses" in t for t in writers)
+    judged = [r.text() for r in fake_server.requests[seen:] if WRITER not in r.text()]
+    assert all(t.startswith(f"{RULES}{REVISED}\n\n") for t in judged)  # the version's rules first, then the agent's
+
+
+async def test_template_syntax_the_writer_puts_in_a_kept_version_reaches_the_model_literally(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    written = ("REVISED {{ 7*7 }} {{ ''.__class__.__mro__ }} {% for x in range(99999999) %}x{% endfor %} "
+               "{# gone? #} {{ prompt_id }}")
+
+    def respond(rec: Recorded) -> Scripted:
+        if WRITER in rec.text():
+            return Scripted(text=json.dumps({"instructions": written, "rationale": "r"}))
+        return pair_judge(lambda n, t: True if "REVISED" in t else current_judge(n))(rec)
+
+    fake_server.respond_with(respond)
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        aligned = await c.call_tool("align_judge", {"judge": "pairwise_compare", "prompt_id": ASSET,
+                                                    "dataset": PAIRS, "background": False})
+        seen = len(fake_server.requests)
+        compared = await c.call_tool("pairwise_compare", {**PAIR, "prompt_id": f"{ASSET}@v2"})
+    assert aligned.structured_content["new_prompt_id"] == f"{ASSET}@v2"
+    assert not compared.is_error, compared.content[0].text
+    assert [r.text().startswith(f"{RULES}{written}\n\nYou compare two responses")
+            for r in fake_server.requests[seen:]] == [True, True]

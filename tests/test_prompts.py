@@ -25,6 +25,16 @@ def test_unknown_prompt_id_names_the_closest_known_ones() -> None:
                                  f"{len(prompts.list_templates())}.")
 
 
+def test_a_prompt_id_too_long_for_a_file_name_is_refused_as_too_long() -> None:
+    with pytest.raises(PromptError, match=r"^prompt id of 100003 characters is too long \(at most 200\)"):
+        prompts.render("x" * 100_000 + "@v2")
+
+
+def test_a_prompt_id_with_a_trailing_newline_is_malformed() -> None:
+    with pytest.raises(PromptError, match="is not of the form '<id>@v<N>'"):
+        prompts.render("text/assessment/pairwise@v1\n", instruction="i", response_a="a", response_b="b")
+
+
 def test_malformed_prompt_id_is_refused() -> None:
     with pytest.raises(PromptError, match="<id>@v<N>"):
         prompts.load("../../etc/passwd")

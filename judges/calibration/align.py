@@ -106,7 +106,7 @@ class Alignment(BaseModel):
         "McNemar's exact test, two-sided, on the test pairs (pairwise: the keep-rule; scores: pass/fail, reported)."))
     score_gain: ScoreGain | None = Field(default=None, description=(
         "The scores themselves on test: the revision's gain with a paired bootstrap interval (score_text: "
-        "kept only when low > 0); null with fewer than two items both scored, or pairwise."))
+        "kept only when low > 0); null with fewer than 6 items both scored, or pairwise."))
     keep_rule: str = Field(default="", description=(
         "What decided: 'bootstrap' (scores: score_gain.low > 0) or 'mcnemar' (pairwise: p_value < alpha)."))
     alpha: float = ALPHA
@@ -160,13 +160,14 @@ def judge_spec(judge: str, text: str, scale: tuple[float, float], prompt_id: str
 def split_items(items: Sequence[Item], spec: JudgeSpec, human_pass_at: float | None, seed: int,
                 test_fraction: float) -> tuple[list[Item], list[Outcome], list[int], list[int], int]:
     """The items the people decided (pairs they tie on left out, counted), their classes and the split (train
-    and test indices into them); refused when a side would be empty. Pure: a tool checks it before its job."""
+    and test indices into them); refused when a side would be empty. Pure: a tool checks it before its job. A pair
+    labelled again in the other order is the same pair: both copies fall on one side."""
     labelled = [(i, human_class(i, spec, human_pass_at)) for i in items]
     decided = [i for i, t in labelled if t != "tie"]
     truth: list[Outcome] = [t for _, t in labelled if t != "tie"]
     pairwise = spec.judge == "pairwise_compare"
     train_i, test_i = split(truth, seed, test_fraction,
-                            [(i.inputs["instruction"], *i.inputs["candidates"]) if pairwise else
+                            [(i.inputs["instruction"], *sorted(i.inputs["candidates"])) if pairwise else
                              (i.inputs["text"], i.inputs.get("instruction") or "") for i in decided])
     if not train_i or not test_i:
         raise InputError("dataset: the split left no training or no test items; give at least two labelled items "
@@ -210,13 +211,16 @@ def _shown(items: Sequence[Item], judged: Sequence[Judged], truth: Sequence[Outc
     return wrong[:MAX_SHOWN], right[:MAX_SHOWN // 4]
 
 
-def _asset(prompt_id: str | None) -> str:
-    """The pairwise prompt the rules go before, as the judge reads it, with placeholders for the item."""
+async def _asset(call: JudgeCall, prompt_id: str | None) -> str:
+    """The pairwise prompt the rules go before, as the judge reads it, with placeholders for the item: an
+    organization's own version is its shipped asset with the version's rules first."""
     import prompts
     from judges.pairwise.judge import DEFAULT_PROMPTS
 
-    return prompts.render(prompt_id or DEFAULT_PROMPTS[("pairwise", "text")], instruction="(the instruction)",
-                          response_a="(response A)", response_b="(response B)")
+    base, own = await call.prompt(prompt_id or DEFAULT_PROMPTS[("pairwise", "text")])
+    text = prompts.render(base, instruction="(the instruction)", response_a="(response A)",
+                          response_b="(response B)")
+    return text if own is None else f"{own}\n\n{text}"
 
 
 def _sha(text: str) -> str:
@@ -293,7 +297,7 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
             written = await ask(await call.client(), f"calibration/{'revise_pairwise' if pairwise else 'revise'}@v1",
                                 Revision, max_tokens=4096, judge=text, disagreements=wrong, agreements=right,
                                 candidate=k + 1, candidates=candidates, focus=FOCUS[k],
-                                **(on_scale if not pairwise else {"asset": _asset(prompt_id)}))
+                                **(on_scale if not pairwise else {"asset": await _asset(call, prompt_id)}))
             done += 1
             usage += written.usage
             if written.value is None:
@@ -320,7 +324,8 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
     if chosen is None:
         why = (f"the current judge scored no training item ({cur_failed} failed)" if cur_rate is None
                else "the current judge agrees with every training item it scored: nothing to revise" if not wrong
-               else "no candidate revision could be read")
+               else "no candidate revision could be read ("
+               + ", ".join(sorted({(c.failure or "").split(":")[0] for c in tried})) + ")")
         return Alignment(kept=False, conclusion=f"no change: {why}", current=current_agreement, revised=None,
                          usage=usage, **base)  # type: ignore[arg-type]
     best_text = texts[chosen]
@@ -362,7 +367,8 @@ async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: S
                                    f"{pairs.only_revised} items only the revision got right, {pairs.only_current} "
                                    "only the current judge): nothing changed")
     elif gain is None:
-        conclusion = "no significant gain: fewer than two test items scored by both judges: nothing changed"
+        conclusion = (f"no significant gain: fewer than {stats.MIN_BOOTSTRAP_PAIRS} test items scored by both judges "
+                      "(with fewer, even every one closer is not significant at 5%): nothing changed")
     else:
         interval = f"{gain.value:.4g}, 95% paired bootstrap interval [{gain.low:.4g}, {gain.high:.4g}]"
         conclusion = (f"kept: the revision scores closer to the people on the test items (mean absolute error "

@@ -20,7 +20,7 @@ from judges.text.scoring import Criterion, StepsMemo, score_text
 from judges.units import once
 
 from . import stats
-from .dataset import Item, JudgeName
+from .dataset import MAX_HUMAN_SCORE, Item, JudgeName
 
 WINNERS = ["A", "B", "Tie"]
 BINS = 5
@@ -377,6 +377,9 @@ async def calibrate(call: JudgeCall, spec: JudgeSpec, items: Sequence[Item], *, 
     client = await call.client()
     if human_scale is not None and not human_scale[0] < human_scale[1]:
         raise InputError(f"human_scale: min must be below max, e.g. {{\"min\": 0, \"max\": 1}} (got {human_scale})")
+    if human_scale is not None and max(abs(human_scale[0]), abs(human_scale[1])) > MAX_HUMAN_SCORE:
+        raise InputError(f"human_scale: min and max lie within ±{MAX_HUMAN_SCORE:g}, e.g. {{\"min\": 0, \"max\": 1}} "
+                         f"(got {human_scale})")
     done_items = await judge_all(call, spec, items, policy=policy, retries=retries, contexts=contexts,
                                  concurrency=concurrency, progress=progress)
     if spec.judge == "viescore":

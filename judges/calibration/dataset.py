@@ -57,6 +57,12 @@ class Item(BaseModel):
         return vote(given).majority if given else None
 
 
+# The largest human score, either sign: a rating scale of any size a person rates on, far inside a float's range,
+# so the scale's width, means and errors stay finite (scores of ±1e308 made the width inf: NaN errors, an
+# unreadable align_judge result, a division by zero in calibrate_judge).
+MAX_HUMAN_SCORE = 1e12
+
+
 def _bad(line: int, what: str, judge: str) -> InputError:
     return InputError(f"dataset line {line}: {what}; e.g. {EXAMPLES[judge]}")
 
@@ -66,6 +72,8 @@ def _score(value: Any, line: int, judge: str) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise _bad(line, f"a human score must be a number or null (got {value!r})", judge)
+    if abs(value) > MAX_HUMAN_SCORE:
+        raise _bad(line, f"a human score must lie within ±{MAX_HUMAN_SCORE:g} (got {value:g})", judge)
     return float(value)
 
 

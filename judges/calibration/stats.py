@@ -169,11 +169,17 @@ def mcnemar_exact(only_first: int, only_second: int) -> float:
     return float(mcnemar([[0, only_first], [only_second, 0]], exact=True).pvalue)
 
 
+# The fewest pairs a paired interval is given for: below 6, even every pair going the same way is not significant
+# at 5% (a two-sided sign test of 5 of 5 has p = 0.0625), yet a percentile bootstrap of so few differences lies
+# wholly on their side (two pairs both better: an interval above 0). McNemar's exact test needs 6 as well.
+MIN_BOOTSTRAP_PAIRS = 6
+
+
 def paired_bootstrap(first: Sequence[float], second: Sequence[float], seed: int,
                      resamples: int = 9999) -> tuple[float, float, float] | None:
     """mean(first) − mean(second) over paired values, with a 95% percentile interval from scipy's paired
-    bootstrap (the same items resampled for both), seeded; None with fewer than two pairs."""
-    if len(first) != len(second) or len(first) < 2:
+    bootstrap (the same items resampled for both), seeded; None with fewer than MIN_BOOTSTRAP_PAIRS pairs."""
+    if len(first) != len(second) or len(first) < MIN_BOOTSTRAP_PAIRS:
         return None
     import numpy as np
     from scipy.stats import bootstrap

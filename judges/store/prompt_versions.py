@@ -6,6 +6,7 @@ organization never sees them; `JudgeCall.prompt` resolves an id to its shipped a
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import prompts
@@ -19,6 +20,11 @@ class PromptVersion:
     rules: str
 
 
+# The one spelling of a stored version's number: ASCII digits, no leading zero, within SQL's 64-bit integers (an id
+# such as `…@v02`, `…@v²`, `…@v٣` or `…@v99999999999999999999` names no stored version: the loader then names it).
+_NUMBER = re.compile(r"[1-9][0-9]{0,17}")
+
+
 def _shipped_versions(name: str) -> list[int]:
     return [int(p.split("@v")[1]) for p in prompts.list_templates() if p.split("@")[0] == name]
 
@@ -30,9 +36,7 @@ class PromptVersions:
     def get(self, org: str, prompt_id: str) -> PromptVersion | None:
         """The organization's version `prompt_id` (<name>@v<N>), or None (a shipped asset, or none such)."""
         name, _, version = prompt_id.partition("@v")
-        # ASCII digits, at most 9 (the column's INTEGER on both engines): any other id is not a stored version,
-        # and the prompt loader names it unknown with the closest asset.
-        if not (version.isascii() and version.isdigit()) or len(version) > 9:
+        if not _NUMBER.fullmatch(version):
             return None
         rows = self.db.query("SELECT base, rules FROM prompt_versions WHERE organization_id=? AND name=? AND "
                              "version=?", (org, name, int(version)))
