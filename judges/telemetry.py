@@ -167,7 +167,6 @@ class _Metrics:
         self.cache_hits = Counter("judge_mcp_cache_hits_total", "Replies answered from the result cache, by model.",
                                   ["model"])
 
-
     def model(self, model: str) -> str:
         """The label value for `model`: its name when configured, priced or among the first others; else other."""
         if model in self.known or model.split(":", 1)[-1] in self.known:

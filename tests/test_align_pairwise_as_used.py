@@ -14,6 +14,7 @@ import pytest
 
 from judges.calibration.align import split
 from tests.fake_model_server import FakeModelServer, Recorded, Scripted
+from tests.test_certify_as_used import assert_test_texts_only_judged
 from tests.test_text_tools_as_used import judge_mcp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -66,14 +67,10 @@ async def align_pairs(tmp_path: Path, fake_server: FakeModelServer, revised_judg
 
 
 def assert_test_pairs_only_judged(fake_server: FakeModelServer, starts: tuple[str, ...] = (RULES,)) -> None:
-    texts = [r.text() for r in fake_server.requests]
-    writers = [i for i, t in enumerate(texts) if WRITER in t]
-    test_texts = [f"PAIR-{n} first" for n in TEST]
-    assert writers and all(not any(x in texts[i] for x in test_texts) for i in writers)
-    with_test = [i for i, t in enumerate(texts) if any(x in t for x in test_texts)]
-    assert min(with_test) > max(writers)  # judged only after every revision was written and chosen
-    assert all(sum(x in texts[i] for x in test_texts) == 1 and texts[i].startswith(starts) for i in with_test)
-    assert not any("TIED" in t for t in texts)  # the people's tie is left out: never judged, never shown
+    assert_test_texts_only_judged(fake_server, [f"PAIR-{n} first" for n in TEST],
+                                  lambda text: text.startswith(starts))
+    # the people's tie is left out: never judged, never shown
+    assert not any("TIED" in r.text() for r in fake_server.requests)
 
 
 async def test_a_pairwise_revision_that_wins_on_train_and_on_test_is_kept_as_a_new_agent(

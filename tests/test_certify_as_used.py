@@ -116,15 +116,21 @@ async def align(tmp_path: Path, fake_server: FakeModelServer,
     return result.structured_content, agents
 
 
-def assert_test_items_only_judged(fake_server: FakeModelServer) -> None:
+def assert_test_texts_only_judged(fake_server: FakeModelServer, test_texts: list[str],
+                                  judged: Callable[[str], bool]) -> None:
+    """No revision request shows a test text; each test text is asked once per request, by the judge (`judged`),
+    after every revision was written and chosen."""
     texts = [r.text() for r in fake_server.requests]
     writers = [i for i, t in enumerate(texts) if WRITER in t]
-    test_texts = [f"ITEM-{n} answer" for n in TEST]
     assert writers and all(not any(x in texts[i] for x in test_texts) for i in writers)
     with_test = [i for i, t in enumerate(texts) if any(x in t for x in test_texts)]
     assert min(with_test) > max(writers)  # judged only after every revision was written and chosen
-    assert all(sum(x in texts[i] for x in test_texts) == 1 and "Score the response below" in texts[i]
-               for i in with_test)
+    assert all(sum(x in texts[i] for x in test_texts) == 1 and judged(texts[i]) for i in with_test)
+
+
+def assert_test_items_only_judged(fake_server: FakeModelServer) -> None:
+    assert_test_texts_only_judged(fake_server, [f"ITEM-{n} answer" for n in TEST],
+                                  lambda text: "Score the response below" in text)
 
 
 async def test_a_revision_that_wins_on_train_but_not_on_test_is_rejected(
