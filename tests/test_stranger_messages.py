@@ -1,10 +1,13 @@
 """What a stranger's first hour met, through a real `judge-mcp` over stdio: a misspelt name (tool, template,
 rubric, allowed value, gate) is answered with the closest valid one, and an empty guideline names the argument
-that was empty."""
+that was empty; a port that cannot be is refused before the server starts."""
 
 from __future__ import annotations
 
 import base64
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -107,3 +110,16 @@ def test_empty_base64_guideline_names_content_base64(session: tuple[StdioSession
     assert _error(running, "upload_guideline", arguments) == (
         "Error executing tool upload_guideline: invalid input: content_base64 is empty; send the file's bytes "
         "encoded, e.g. 'JVBERi0xLjcK...' (a PDF)")
+
+
+@pytest.mark.parametrize("port", ["99999", "0", "eighty"])
+def test_a_port_outside_1_to_65535_stops_with_the_argument_named(tmp_path: Path, port: str) -> None:
+    """It used to say "Uvicorn running on http://127.0.0.1:99999" and serve nothing."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JUDGE_MCP_")} | \
+        {"JUDGE_MCP_HOME": str(tmp_path / "home")}
+    done = subprocess.run([str(Path(sys.executable).with_name("judge-mcp")), "--transport", "http", "--port", port],
+                          env=env, cwd="/", capture_output=True, text=True, timeout=60)
+    shown = repr(port) if not port.isdigit() else port
+    assert (done.returncode, done.stderr.splitlines()[-1]) == (
+        2, f"judge-mcp: error: argument --port: {shown} is not a port number; use 1..65535, e.g. --port 8000")
+    assert not (tmp_path / "home").exists()
