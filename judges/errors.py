@@ -87,6 +87,8 @@ def closest(name: str, valid: Iterable[str]) -> str | None:
     import difflib
 
     valid = list(valid)
+    if len(name) > 200:  # no name is near; difflib would index all of it (a 2 MB name cost 0.6 s)
+        return None
     close = difflib.get_close_matches(name, valid, n=1, cutoff=0.6) or \
         difflib.get_close_matches(name.lower().replace("-", "_"), valid, n=1, cutoff=0.6)
     return close[0] if close else None
