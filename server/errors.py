@@ -283,7 +283,7 @@ def _closest(name: str, valid: list[str]) -> str | None:
     import difflib
 
     close = closest(name, valid)
-    if close:
+    if close or len(name) > 200:
         return close
     near = difflib.get_close_matches(name.lower(), list(_SYNONYMS), n=1, cutoff=0.75)  # "serch" -> "search"
     synonym = _SYNONYMS.get(name.lower()) or (_SYNONYMS[near[0]] if near else None)
