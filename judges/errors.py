@@ -11,6 +11,7 @@ import json
 import re
 import threading
 import urllib.parse
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -78,6 +79,25 @@ class JudgeError(Exception):
     @property
     def hint(self) -> str | None:
         return self.failure.hint
+
+
+def closest(name: str, valid: Iterable[str]) -> str | None:
+    """The valid name nearest a misspelt one ('brand_complaince' -> 'brand_compliance'), or None: the "did you
+    mean" of every error about a name the caller got wrong."""
+    import difflib
+
+    valid = list(valid)
+    if len(name) > 200:  # no name is near; difflib would index all of it (a 2 MB name cost 0.6 s)
+        return None
+    close = difflib.get_close_matches(name, valid, n=1, cutoff=0.6) or \
+        difflib.get_close_matches(name.lower().replace("-", "_"), valid, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def did_you_mean(name: str, valid: Iterable[str]) -> str:
+    """"did you mean 'x'? " for the closest valid name, or "" when none is close."""
+    close = closest(name, valid)
+    return f"did you mean {close!r}? " if close else ""
 
 
 class InputError(JudgeError, ValueError):

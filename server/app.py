@@ -29,7 +29,7 @@ from judges.store.access import TokenStore
 
 from . import client_log, health, resources, sdk
 from .context import AppContext, analysis_categories, open_app, organization_of
-from .errors import arguments_error, failure_of, log_call, tool_error, unknown_argument
+from .errors import arguments_error, failure_of, log_call, tool_error, unknown_argument, unknown_tool
 from .jobs import CALL_ARGUMENTS
 from .options import instructions
 from .roles import TOOL_ROLES, may_list, require_role, require_toolset
@@ -158,7 +158,7 @@ class JudgeServer(MCPServer[AppContext]):
             await anyio.to_thread.run_sync(self.catalog.get_tool, name)
         tool = self.catalog.get_tool(name)
         if tool is None:
-            raise ToolError(f"Unknown tool: {name}")
+            raise ToolError(unknown_tool(name, self.catalog.names))
         await self.admit(name, context, arguments)
         if context is None:
             context = Context(mcp_server=self)

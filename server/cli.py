@@ -58,6 +58,17 @@ def settings_help() -> str:
     return "\n".join(lines)
 
 
+def _port(text: str) -> int:
+    """A TCP port, 1..65535 (argparse says which argument and the value when it is not)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number; use 1..65535, e.g. --port 8000") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number; use 1..65535, e.g. --port 8000")
+    return port
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="judge-mcp", description="An MCP server with a bench of LLM judges.",
                                 epilog=f"{TRANSPORTS}\n\n{settings_help()}",
@@ -65,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--transport", choices=["stdio", "sse", "http"], default="stdio",
                    help="stdio (default), http (streamable HTTP at /mcp) or sse; see transports below")
     p.add_argument("--host", default="127.0.0.1", help="bind address for sse/http (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000, help="port for sse/http (default 8000)")
+    p.add_argument("--port", type=_port, default=8000, help="port for sse/http (default 8000)")
     p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", metavar="{config,check,tokens,eval}")
     check = sub.add_parser("check", help="say whether the model, the gate sandbox, the store and the roots are ok "

@@ -17,7 +17,7 @@ from typing import Any, ParamSpec, TypeVar
 from mcp.server.mcpserver.exceptions import ToolError
 
 from judges import telemetry
-from judges.errors import MODEL_KINDS, SECRETS, JudgeError, JudgeFailure
+from judges.errors import MODEL_KINDS, SECRETS, JudgeError, JudgeFailure, closest
 from prompts import PromptError
 from rag.formats import DocumentError
 from rag.store import StoreError
@@ -239,6 +239,15 @@ def _what(error: Any, node: dict[str, Any] | None, schema: dict[str, Any]) -> st
     return str(error["msg"]).replace("Input should be", "must be").replace("Value error, ", "")
 
 
+def _closest_value(schema: dict[str, Any], node: dict[str, Any] | None, error: Any) -> str | None:
+    """The allowed value nearest a misspelt one ("score_txt" -> "score_text"), or None."""
+    got = error.get("input")
+    if node is None or not isinstance(got, str):
+        return None
+    allowed = [str(v) for o in _options(schema, node) for v in (o.get("enum") or ([o["const"]] if "const" in o else []))]
+    return closest(got, allowed)
+
+
 def arguments_error(schema: dict[str, Any], exc: Any) -> str:
     """The SDK's argument ValidationError as one or two sentences: which argument, what was wrong, an example."""
     sentences: list[str] = []
@@ -258,7 +267,9 @@ def arguments_error(schema: dict[str, Any], exc: Any) -> str:
         what = _what(error, node, schema)
         example = "" if what.startswith("must be between") else \
             _example(schema, node, str(next((p for p in reversed(loc) if isinstance(p, str)), "")))
-        sentences.append(f"{where} {what}{got}" + (f", e.g. {example}" if example else "") + ".")
+        near = _closest_value(schema, node, error) if error["type"] in ("literal_error", "enum") else None
+        sentences.append(f"{where} {what}{got}" + (f"; did you mean {json.dumps(near)}?" if near else
+                                                  (f", e.g. {example}" if example else "") + "."))
     return "invalid input: " + " ".join(sentences)
 
 
@@ -271,13 +282,18 @@ _SYNONYMS = {"search": "query", "q": "query", "filter": "query", "id": "agent_id
 def _closest(name: str, valid: list[str]) -> str | None:
     import difflib
 
-    close = difflib.get_close_matches(name, valid, n=1, cutoff=0.6) or \
-        difflib.get_close_matches(name.lower().replace("-", "_"), valid, n=1, cutoff=0.6)
-    if close:
-        return close[0]
+    close = closest(name, valid)
+    if close or len(name) > 200:
+        return close
     near = difflib.get_close_matches(name.lower(), list(_SYNONYMS), n=1, cutoff=0.75)  # "serch" -> "search"
     synonym = _SYNONYMS.get(name.lower()) or (_SYNONYMS[near[0]] if near else None)
     return synonym if synonym in valid else None
+
+
+def unknown_tool(name: str, names: list[str]) -> str:
+    """A call of a tool this server does not offer: the closest tool name it does offer, if one is close."""
+    close = closest(name, names)
+    return f"Unknown tool: {name}" + (f"; did you mean '{close}'? (tools/list lists them)" if close else "")
 
 
 def _unknown_key(schema: dict[str, Any], node: dict[str, Any], value: Any, where: str,
@@ -320,7 +336,7 @@ def unknown_argument(schema: dict[str, Any], arguments: dict[str, Any]) -> str |
     if found is None:
         return None
     where, key, declared = found
-    closest = _closest(key, declared)
+    close = _closest(key, declared)
     place = f"argument '{key}'" if not where else f"field '{key}' in {where}"
-    hint = f"did you mean '{closest}'? " if closest else ""
+    hint = f"did you mean '{close}'? " if close else ""
     return f"invalid input: unknown {place}; {hint}valid: {', '.join(declared)}"

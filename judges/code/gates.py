@@ -28,7 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from judges.code import sandbox as sandboxing
-from judges.errors import InputError
+from judges.errors import InputError, did_you_mean
 from judges.inputs.paths import open_dir, open_file, resolve_relative, resolve_root
 
 SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", ".mypy_cache", ".ruff_cache", ".pytest_cache",
@@ -356,7 +356,8 @@ def parse_gates(raw: object) -> dict[str, list[str]] | None:
     checked: dict[str, list[str]] = {}
     for name, args in chosen.items():
         if name not in GATE_NAMES:
-            raise InputError(f"gate {name!r} is unknown; use lint, types or tests")
+            raise InputError(f"gate {name!r} is unknown; {did_you_mean(name, GATE_NAMES)}"
+                             "use lint, types or tests")
         if not isinstance(args, list | tuple):
             raise InputError(f"gates.{name}: expected a list of arguments; {_example()}")
         checked[name] = parse_gate_args(name, args)

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 import prompts
-from judges.errors import InputError, NotFoundError
+from judges.errors import InputError, NotFoundError, did_you_mean
 from judges.models.registry import jury_models, model_string
 from judges.store.database import Database, timestamp
 
@@ -144,7 +144,8 @@ def _check_fields(fields: dict[str, Any]) -> dict[str, Any]:
         rag = out["rag_config"]
         out["rag_config"] = _check_rag(rag if isinstance(rag, RagConfig) else RagConfig.model_validate(rag))
     if out.get("template_id") is not None and out["template_id"] not in TEMPLATES:
-        raise InputError(f"template_id {out['template_id']!r} is unknown; choose one of: {', '.join(TEMPLATES)}")
+        raise InputError(f"template_id {out['template_id']!r} is unknown; {did_you_mean(out['template_id'], TEMPLATES)}"
+                         f"choose one of: {', '.join(TEMPLATES)}")
     if out.get("score_scale") is not None:
         scale = out["score_scale"]
         scale = scale if isinstance(scale, ScoreScale) else ScoreScale.model_validate(scale)
@@ -190,7 +191,8 @@ class AgentStore:
         if template_id is not None:
             template = TEMPLATES.get(template_id)
             if template is None:
-                raise InputError(f"template_id {template_id!r} is unknown; choose one of: {', '.join(TEMPLATES)}")
+                raise InputError(f"template_id {template_id!r} is unknown; {did_you_mean(template_id, TEMPLATES)}"
+                                 f"choose one of: {', '.join(TEMPLATES)}")
         if system_prompt is None and template is None:
             raise InputError("system_prompt is required (or give a template_id to use a built-in one)")
         fields = _check_fields(

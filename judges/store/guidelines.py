@@ -145,7 +145,11 @@ def read_source(*, path: str | None, content_base64: str | None, text: str | Non
         real = resolve_file(path, allowed_roots)
         if real.stat().st_size > max_bytes:
             raise InputError(f"{path} is {real.stat().st_size} bytes, {too_big}")
-        return read_resolved(real, max_bytes, path), filename or real.name
+        data = read_resolved(real, max_bytes, path)
+        if not data:
+            raise InputError(f"path {path!r}: the file is empty (0 bytes); give a PDF, DOCX, TXT or Markdown file "
+                             "that has content")
+        return data, filename or real.name
     if content_base64 is not None:
         payload = content_base64.split(",", 1)[1] if content_base64.startswith("data:") else content_base64
         payload = "".join(payload.split())
@@ -156,8 +160,12 @@ def read_source(*, path: str | None, content_base64: str | None, text: str | Non
         except (binascii.Error, ValueError):
             raise InputError("content_base64 is not valid base64; send the file's bytes encoded, e.g. "
                              "'JVBERi0xLjcK...' (a PDF), or use text= for plain text") from None
+        if not data:
+            raise InputError("content_base64 is empty; send the file's bytes encoded, e.g. 'JVBERi0xLjcK...' (a PDF)")
         return data, filename or "upload"
     assert text is not None
+    if not text.strip():
+        raise InputError('text must not be empty, e.g. "Use the brand blue #488EFF. The logo sits top left."')
     return text.encode("utf-8"), filename or "guideline.txt"
 
 

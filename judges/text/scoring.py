@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field, field_validator
 
 import prompts
 from judges.call import JudgeCall
-from judges.errors import InputError
+from judges.errors import InputError, did_you_mean
 from judges.models.protocol import ModelClient, Usage
 from judges.progress import Progress, no_progress
 from judges.reading.parsing import JudgeFailure, JudgeModel, OutputError
@@ -53,7 +53,8 @@ class Criterion(BaseModel):
 def builtin_criterion(name: str) -> Criterion:
     """A built-in rubric as a criterion: its description and scale come from the prompt asset."""
     if name not in BUILTIN_RUBRICS:
-        raise InputError(f"rubric: unknown rubric {name!r}; built-in rubrics are {', '.join(BUILTIN_RUBRICS)} "
+        raise InputError(f"rubric: unknown rubric {name!r}; {did_you_mean(name, BUILTIN_RUBRICS)}"
+                         f"built-in rubrics are {', '.join(BUILTIN_RUBRICS)} "
                          "(or pass criteria: [{name, description, weight, scale}])")
     asset = prompts.load(f"text/rubric/{name}@v1")
     low, high = (float(x) for x in asset.meta["scale"].split("-"))
