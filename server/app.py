@@ -27,12 +27,12 @@ from judges.errors import SECRETS, ConfigError, JudgeError
 from judges.inputs.caller_values import check_value, loads
 from judges.store.access import TokenStore
 
-from . import client_log, health, resources, sdk
+from . import client_log, declare, health, resources, sdk
 from .context import AppContext, analysis_categories, open_app, organization_of
 from .errors import arguments_error, failure_of, log_call, tool_error, unknown_argument, unknown_tool
 from .jobs import CALL_ARGUMENTS
 from .options import instructions
-from .roles import TOOL_ROLES, may_list, require_role, require_toolset
+from .roles import access_of, know, may_list, require_role, require_toolset
 from .settings import Settings
 from .startup import (
     Listing,
@@ -54,11 +54,6 @@ INSTRUCTIONS = (
     "brand_compliance, composition, product_accuracy, technical_quality), then judge with them. "
     + instructions()
 )
-
-# The modules of server/ that register tools, in listing order. Each is imported at start only when the data
-# home has no cached listing for this code; otherwise on its tools' first use (server/startup.py).
-TOOL_MODULES = ("agent_tools", "guideline_tools", "image_tools", "compare_tools", "patch_tools", "code_tools",
-                "analysis_tools", "text_tools", "calibration_tools", "usage_tools", "jobs")
 
 
 class JudgeServer(MCPServer[AppContext]):
@@ -115,10 +110,11 @@ class JudgeServer(MCPServer[AppContext]):
                          annotations=t.annotations, icons=t.icons, _meta=t.meta) for t in built]
         catalog.stale = False
         modules = catalog.modules()
-        if modules is not None:  # every tool from a tool module (a test may add its own): cacheable
-            self.listing = Listing(tools, modules)
+        access = {t.name: access_of(t.name) for t in tools}
+        if modules is not None and None not in access.values():  # every tool declared (a test may add its own)
+            self.listing = Listing(tools, modules, {name: a for name, a in access.items() if a is not None})
             if self.listing_cache is not None:
-                self.listing_cache.save(tools, modules)
+                self.listing_cache.save(self.listing)
         return tools
 
     def load_tool_modules_later(self, delay_s: float) -> threading.Timer | None:
@@ -325,11 +321,13 @@ def _prompt_asset(prompt_id: str) -> Prompt:
 
 
 def _cached_listing(cache: ListingCache | None) -> Listing | None:
-    """The data home's listing for this code, when it names the tools server/roles.py has and the modules above."""
+    """The data home's listing for this code, when it names the tool modules (server/declare.py); each of its tools'
+    role and toolset then known without importing its module."""
     listing = cache.read() if cache is not None else None
-    if listing is None or set(listing.modules) != set(TOOL_MODULES) or \
-            sorted(t.name for t in listing.tools) != sorted(TOOL_ROLES):
+    if listing is None or set(listing.modules) != set(declare.TOOL_MODULES):
         return None
+    for name, (role, toolset) in listing.access.items():
+        know(name, role, toolset)
     return listing
 
 
@@ -337,7 +335,9 @@ def _register_tools(mcp: JudgeServer, name: str, settings: Settings) -> None:
     """Import the tool module server.`name` and register its tools."""
     # __import__ rather than importlib.import_module: the import statement's path, which -X importtime reports.
     module = __import__(f"{__package__}.{name}", fromlist=["register"])
-    if name == "code_tools":
+    if hasattr(module, "TOOLS"):
+        declare.register(mcp, module.TOOLS)
+    elif name == "code_tools":
         module.register(mcp, settings)  # also probes the gate sandbox, and logs which one gates use
     else:
         module.register(mcp)
@@ -410,7 +410,7 @@ def create_server(settings: Settings, *, http_auth: bool = False, base_url: str 
     )
     mcp.toolsets = settings.toolsets
     mcp.listing = listing = _cached_listing(mcp.listing_cache)
-    for name in TOOL_MODULES:
+    for name in declare.TOOL_MODULES:
         listed = listing.modules.get(name) if listing is not None else None
         if name == "code_tools" and settings.gate_sandbox == "bwrap":
             listed = None  # loaded now: its registration stops a server whose required gate sandbox is missing

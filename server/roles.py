@@ -1,46 +1,80 @@
-"""The one table of which role each tool needs over HTTP with tokens, and the check made before every call.
+"""Which role each tool needs over HTTP with tokens and which toolset it is in (both from its one declaration,
+server/declare.py), and the checks made before every call.
 
 A token's role rides in its AccessToken's scopes (server/auth.py). On stdio, and over HTTP without tokens
-(loopback only), the caller is the server's owner: no check. Every registered tool must appear here (a test
-checks), so a new tool is never callable by a role nobody decided on.
+(loopback only), the caller is the server's owner: no check. A tool whose declaration was never seen needs admin
+and is in no toolset, so a tool is never callable by a role nobody decided on.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
 from judges.errors import ForbiddenError, InputError
 from judges.store.access import ROLES, Role, role_rank
 
-# `admin` manages the organization's judges and their documents; `member` uses them.
-TOOL_ROLES: dict[str, Role] = {
-    "create_agent": "admin", "update_agent": "admin", "delete_agent": "admin",
-    "upload_guideline": "admin", "delete_guideline": "admin",
-    "align_judge": "admin",  # keeps its revision as a new agent
-    **{name: "member" for name in (
-        "list_agents", "get_agent", "list_guidelines", "search_guidelines",
-        "evaluate_image", "optimize_prompt", "get_run", "list_runs", "pairwise_compare",
-        "score_text", "compare_to_reference", "rank_texts", "evaluate_rag_answer", "evaluate_trajectory",
-        "evaluate_analysis", "judge_code", "propose_patch", "validate_patch", "apply_patch",
-        "get_job", "list_jobs", "cancel_job", "get_usage", "calibrate_judge", "get_calibration",
-        "certify_judge",
-    )},
+# The toolsets (JUDGE_MCP_TOOLSETS): groups of tools a host may list and call; each tool is in exactly one, named
+# by its declaration (server/declare.py).
+Toolset = Literal["agents", "images", "compare", "code", "patches", "analysis", "text", "calibration", "jobs"]
+TOOLSET_NAMES: tuple[Toolset, ...] = get_args(Toolset)
+
+# Each tool's role and toolset, as its declaration says (server/declare.py `register`, when its module is loaded) or
+# as the cached listing of this code says (server/startup.py ListingCache, so a server started from it lists and
+# role-filters tools without importing their modules). `admin` manages the organization's judges and their
+# documents; `member` uses them.
+_ACCESS: dict[str, tuple[Role, Toolset]] = {}
+# The tools of the modules not declared through server/declare.py yet.
+_UNDECLARED: dict[str, tuple[Role, Toolset]] = {
+    **{name: ("admin", "agents") for name in ("create_agent", "update_agent", "delete_agent", "upload_guideline",
+                                              "delete_guideline")},
+    **{name: ("member", "agents") for name in ("list_agents", "get_agent", "list_guidelines", "search_guidelines")},
+    **{name: ("member", "images") for name in ("evaluate_image", "optimize_prompt", "get_run", "list_runs")},
+    **{name: ("member", "code") for name in ("judge_code", "propose_patch")},
+    **{name: ("member", "patches") for name in ("validate_patch", "apply_patch")},
+    "pairwise_compare": ("member", "compare"),
+    "evaluate_analysis": ("member", "analysis"),
+    **{name: ("member", "text") for name in ("score_text", "compare_to_reference", "rank_texts",
+                                             "evaluate_rag_answer", "evaluate_trajectory")},
+    **{name: ("member", "calibration") for name in ("calibrate_judge", "get_calibration", "certify_judge")},
+    "align_judge": ("admin", "calibration"),  # keeps its revision as a new agent
+    **{name: ("member", "jobs") for name in ("get_job", "list_jobs", "cancel_job")},
 }
 
-# The toolsets (JUDGE_MCP_TOOLSETS): groups of tools a host may list and call; each tool is in exactly one.
-TOOLSETS: dict[str, tuple[str, ...]] = {
-    "agents": ("create_agent", "list_agents", "get_agent", "update_agent", "delete_agent",
-               "upload_guideline", "list_guidelines", "delete_guideline", "search_guidelines"),
-    "images": ("evaluate_image", "optimize_prompt", "get_run", "list_runs"),
-    "compare": ("pairwise_compare",),
-    "code": ("judge_code", "propose_patch"),
-    "patches": ("validate_patch", "apply_patch"),
-    "analysis": ("evaluate_analysis",),
-    "text": ("score_text", "compare_to_reference", "rank_texts", "evaluate_rag_answer", "evaluate_trajectory"),
-    "calibration": ("calibrate_judge", "get_calibration", "certify_judge", "align_judge"),
-    "jobs": ("get_job", "list_jobs", "cancel_job", "get_usage"),
-}
-TOOLSET_OF: dict[str, str] = {tool: name for name, tools in TOOLSETS.items() for tool in tools}
+
+def know(tool: str, role: Role, toolset: Toolset) -> None:
+    """Record `tool`'s role and toolset (from its declaration, or from a cached listing of this code)."""
+    _ACCESS[tool] = (role, toolset)
+
+
+def access_of(tool: str) -> tuple[Role, Toolset] | None:
+    """`tool`'s role and toolset; None for a tool neither declared nor in a cached listing (it needs admin, and is
+    in no toolset)."""
+    return _ACCESS.get(tool) or _UNDECLARED.get(tool)
+
+
+def role_of(tool: str) -> Role:
+    access = access_of(tool)
+    return "admin" if access is None else access[0]
+
+
+def toolset_of(tool: str) -> Toolset | None:
+    access = access_of(tool)
+    return None if access is None else access[1]
+
+
+def __getattr__(name: str) -> Any:
+    """TOOL_ROLES (tool → role) and TOOLSETS (toolset → its tools, in listing order), derived from every tool
+    module's declarations (importing them all: for tests, benchmarks and tools, not the server's start)."""
+    if name not in ("TOOL_ROLES", "TOOLSETS", "TOOLSET_OF"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .declare import declared
+
+    tools = {d.name: (d.role, d.toolset) for d in declared()} | _UNDECLARED
+    if name == "TOOL_ROLES":
+        return {tool: role for tool, (role, _) in tools.items()}
+    if name == "TOOLSET_OF":
+        return {tool: toolset for tool, (_, toolset) in tools.items()}
+    return {toolset: tuple(tool for tool, (_, its) in tools.items() if its == toolset) for toolset in TOOLSET_NAMES}
 
 
 def check_toolsets(names: list[str]) -> list[str]:
@@ -48,26 +82,26 @@ def check_toolsets(names: list[str]) -> list[str]:
     import difflib
 
     for name in names:
-        if name not in TOOLSETS:
-            close = difflib.get_close_matches(name, list(TOOLSETS), n=1)
+        if name not in TOOLSET_NAMES:
+            close = difflib.get_close_matches(name, list(TOOLSET_NAMES), n=1)
             raise ValueError(f"unknown toolset {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
-                             + f"; choose from: {', '.join(TOOLSETS)}")
+                             + f"; choose from: {', '.join(TOOLSET_NAMES)}")
     return names
 
 
 def may_list(tool: str, toolsets: list[str] | None) -> bool:
     """Whether `tool` is shown to this request's caller: in an enabled toolset, and callable with its role."""
-    if toolsets is not None and TOOLSET_OF.get(tool) not in toolsets:
+    if toolsets is not None and toolset_of(tool) not in toolsets:
         return False
     role = caller_role()
-    return role is None or role_rank(role) >= role_rank(TOOL_ROLES.get(tool, "admin"))
+    return role is None or role_rank(role) >= role_rank(role_of(tool))
 
 
 def require_toolset(tool: str, toolsets: list[str] | None) -> None:
     """InputError for a tool outside the server's toolsets: it is not listed, so it is not callable either."""
-    if toolsets is None or TOOLSET_OF.get(tool) in toolsets:
+    if toolsets is None or toolset_of(tool) in toolsets:
         return
-    raise InputError(f"{tool} is in the toolset {TOOLSET_OF.get(tool)!r}, which this server does not enable "
+    raise InputError(f"{tool} is in the toolset {toolset_of(tool)!r}, which this server does not enable "
                      f"(JUDGE_MCP_TOOLSETS={','.join(toolsets)}); add it there to use {tool}")
 
 
@@ -93,7 +127,7 @@ def require_role(tool: str) -> None:
     role = caller_role()
     if role is None:
         return
-    needed = TOOL_ROLES.get(tool, "admin")
+    needed = role_of(tool)
     if role_rank(role) < role_rank(needed):
         raise ForbiddenError(f"{tool} needs the {needed} role; this token has the {role} role (ask an "
                              f"administrator of your organization for an {needed} token)")

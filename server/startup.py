@@ -407,10 +407,12 @@ class Registrations:
 
 @dataclass
 class Listing:
-    """A cached tools/list answer and which module registers each of its tools."""
+    """A cached tools/list answer, which module registers each of its tools, and each tool's role and toolset (as
+    its declaration says: server/declare.py)."""
 
     tools: list[MCPTool]
     modules: dict[str, list[str]]
+    access: dict[str, tuple[Any, Any]]
 
 
 class ListingCache:
@@ -474,21 +476,29 @@ class ListingCache:
             data = json.loads(text)
             tools = [MCPTool.model_validate(t) for t in data["tools"]]
             modules = {str(m): [str(n) for n in names] for m, names in data["modules"].items()}
+            access = {str(name): (role, toolset) for name, (role, toolset) in data["access"].items()}
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return None
-        if sorted(t.name for t in tools) != sorted(n for names in modules.values() for n in names):
-            return None
-        return Listing(tools, modules)
+        from judges.store.access import ROLES
 
-    def save(self, tools: list[MCPTool], modules: dict[str, list[str]]) -> None:
+        from .roles import TOOLSET_NAMES
+
+        names = sorted(t.name for t in tools)
+        if names != sorted(n for names in modules.values() for n in names) or names != sorted(access) or \
+                any(role not in ROLES or toolset not in TOOLSET_NAMES for role, toolset in access.values()):
+            return None
+        return Listing(tools, modules, access)
+
+    def save(self, listing: Listing) -> None:
         """Write atomically (several processes may share the home); a failure only costs the next start time."""
         try:
             secret = self._secret(create=True)
             if secret is None:
                 return
             self.directory.mkdir(parents=True, exist_ok=True)
-            rest = json.dumps({"tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools],
-                               "modules": modules})[1:]
+            rest = json.dumps({"tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True)
+                                         for t in listing.tools],
+                               "modules": listing.modules, "access": listing.access})[1:]
             seal = hmac.new(secret, rest.encode(), hashlib.sha256).hexdigest()
             tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(f'{{"seal":"{seal}",{rest}', encoding="utf-8")
