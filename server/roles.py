@@ -31,10 +31,7 @@ _UNDECLARED: dict[str, tuple[Role, Toolset]] = {
     **{name: ("member", "images") for name in ("evaluate_image", "optimize_prompt", "get_run", "list_runs")},
     **{name: ("member", "code") for name in ("judge_code", "propose_patch")},
     **{name: ("member", "patches") for name in ("validate_patch", "apply_patch")},
-    "pairwise_compare": ("member", "compare"),
     "evaluate_analysis": ("member", "analysis"),
-    **{name: ("member", "text") for name in ("score_text", "compare_to_reference", "rank_texts",
-                                             "evaluate_rag_answer", "evaluate_trajectory")},
     **{name: ("member", "calibration") for name in ("calibrate_judge", "get_calibration", "certify_judge")},
     "align_judge": ("admin", "calibration"),  # keeps its revision as a new agent
     **{name: ("member", "jobs") for name in ("get_job", "list_jobs", "cancel_job")},
