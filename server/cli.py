@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Callable
 from logging.handlers import QueueHandler, QueueListener
-from typing import Any
+from typing import Any, NoReturn
 
 # The imports below (the MCP SDK, the settings and the judges' modules they read) build ~140k objects that live as
 # long as the process and leave ~1k garbage; the collector's passes over them while they are built cost ~60 ms of
@@ -26,7 +26,7 @@ gc.disable()
 
 from mcp.server.transport_security import TransportSecuritySettings  # noqa: E402
 
-from judges.errors import SECRETS  # noqa: E402
+from judges.errors import SECRETS, closest  # noqa: E402
 
 from .auth import is_loopback  # noqa: E402
 from .settings import Settings, load_settings  # noqa: E402
@@ -69,8 +69,20 @@ def _port(text: str) -> int:
     return port
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser (its subcommands' too), whose "invalid choice" error also names the closest valid one
+    (`judge-mcp chek`: "did you mean 'check'?")."""
+
+    def error(self, message: str) -> NoReturn:
+        import re
+
+        invalid = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        near = closest(invalid.group(1), re.findall(r"'([^']*)'", invalid.group(2))) if invalid else None
+        super().error(message + (f"; did you mean {near!r}?" if near else ""))
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="judge-mcp", description="An MCP server with a bench of LLM judges.",
+    p = _Parser(prog="judge-mcp", description="An MCP server with a bench of LLM judges.",
                                 epilog=f"{TRANSPORTS}\n\n{settings_help()}",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--transport", choices=["stdio", "sse", "http"], default="stdio",

@@ -123,3 +123,19 @@ def test_a_port_outside_1_to_65535_stops_with_the_argument_named(tmp_path: Path,
     assert (done.returncode, done.stderr.splitlines()[-1]) == (
         2, f"judge-mcp: error: argument --port: {shown} is not a port number; use 1..65535, e.g. --port 8000")
     assert not (tmp_path / "home").exists()
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["chek"], "invalid choice: 'chek' (choose from 'check', 'config', 'tokens', 'eval'); did you mean 'check'?"),
+    (["tokens", "craete"], "invalid choice: 'craete' (choose from 'create', 'list', 'revoke'); did you mean "
+                           "'create'?"),
+    (["--transport", "htp"], "invalid choice: 'htp' (choose from 'stdio', 'sse', 'http'); did you mean 'http'?"),
+    (["zzzz"], "invalid choice: 'zzzz' (choose from 'check', 'config', 'tokens', 'eval')"),
+])
+def test_a_misspelt_command_or_choice_gets_the_closest_one(tmp_path: Path, argv: list[str], said: str) -> None:
+    """`judge-mcp chek` said only "invalid choice"; a name near none gets no suggestion."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JUDGE_MCP_")} | \
+        {"JUDGE_MCP_HOME": str(tmp_path / "home")}
+    done = subprocess.run([str(Path(sys.executable).with_name("judge-mcp")), *argv],
+                          env=env, cwd="/", capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr.splitlines()[-1].split(": ", 3)[-1]) == (2, said)
