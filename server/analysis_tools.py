@@ -2,71 +2,61 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-import anyio.to_thread
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import Field
+from mcp.server.mcpserver import Context
+from pydantic import BaseModel, Field, field_validator
 
 from judges.analysis.judge import BUILTIN, DETERMINISTIC, AnalysisResult, evaluate_analysis
 from judges.errors import InputError
-from judges.progress import Progress
-from judges.reading.samples import check_samples
 
 from .context import ExpectedScore, JuryModels, Samples, UseCache, app_of
-from .errors import tool_errors
-from .jobs import Background, or_job, run_or_background
+from .declare import JSON_VALUE, TEXT, Judging, judge
+from .jobs import Background
+
+Check = Literal["D-1", "D-2", "D-3", "D-4", "D-5"]
+assert set(Check.__args__) == set(DETERMINISTIC)  # type: ignore[attr-defined]  # the one list, in the schema
 
 
-def register(mcp: MCPServer) -> None:
-    @mcp.tool(name="evaluate_analysis",
-              annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=False, open_world_hint=True))
-    @tool_errors
-    async def evaluate_analysis_tool(
-        ctx: Context,
-        analysis: Annotated[str | dict[str, Any], Field(description="JSON text (a code fence is "
-                                                                    "stripped) or a JSON object.")],
-        input_url: Annotated[str | None, Field(description="The URL the analysis is about (D-5).")] = None,
-        user_context: str | None = None,
-        context_type: Annotated[str | None, Field(description="e.g. authoritative, background, irrelevant.")] = None,
-        schema: Annotated[dict[str, Any] | None, Field(description="JSON Schema for D-2; default: the company "
-                                                                   "analysis schema.")] = None,
-        cardinality: Annotated[dict[str, list[int]] | None, Field(description="D-4: {dotted.path: [min, max]}.")] = None,
-        insight_fields: Annotated[list[str] | None, Field(description="D-3: dotted paths of 'Key: Value' "
-                                                                      "fields.")] = None,
-        deterministic_checks: list[str] = list(DETERMINISTIC),  # noqa: B006 (a default the schema shows)
-        llm_judges: list[str] = list(BUILTIN),  # noqa: B006
-        cache: UseCache = True,
-        samples: Samples = 1,
-        models: JuryModels = None,
-        expected_score: ExpectedScore = False,
-        background: Background = False,
-    ) -> Annotated[CallToolResult, or_job(AnalysisResult)]:
-        """Evaluate a JSON analysis: checks D-1..D-5 (JSON, schema, format, cardinality, URLs), then a model call per
-        LLM category; `passed` only if all pass."""
-        app = app_of(ctx)
-        check_samples(samples, app.settings.max_samples)
-        sizes = app.settings.size_limits()
-        await anyio.to_thread.run_sync(sizes.json, "analysis", analysis)  # measured off the loop: it may be large
-        await anyio.to_thread.run_sync(sizes.json, "schema", schema)
-        sizes.text("input_url", input_url)
-        sizes.text("user_context", user_context)
-        call = await app.judge_call(ctx, models, samples=samples, cache=cache, background=background, resolve=False)
-        bounds = None
-        if cardinality is not None:
-            bounds = {}
-            for path, pair in cardinality.items():
-                if len(pair) != 2 or pair[0] > pair[1]:
-                    raise InputError(f"cardinality[{path!r}] must be [min, max] with min <= max")
-                bounds[path] = (pair[0], pair[1])
+class EvaluateAnalysisInput(BaseModel):
+    analysis: Annotated[str | dict[str, Any], Field(description="JSON text (a code fence is stripped) or a JSON "
+                                                                "object."), JSON_VALUE]
+    input_url: Annotated[str | None, Field(description="The URL the analysis is about (D-5)."), TEXT] = None
+    user_context: Annotated[str | None, TEXT] = None
+    context_type: Annotated[str | None, Field(description="e.g. authoritative, background, irrelevant.")] = None
+    schema_: Annotated[dict[str, Any] | None, Field(alias="schema", description=(
+        "JSON Schema for D-2; default: the company analysis schema.")), JSON_VALUE] = None
+    cardinality: Annotated[dict[str, list[int]] | None, Field(description="D-4: {dotted.path: [min, max]}.")] = None
+    insight_fields: Annotated[list[str] | None, Field(description="D-3: dotted paths of 'Key: Value' "
+                                                                  "fields.")] = None
+    deterministic_checks: list[Check] = list(DETERMINISTIC)  # type: ignore[arg-type]
+    llm_judges: list[str] = list(BUILTIN)
+    cache: UseCache = True
+    samples: Samples = 1
+    models: JuryModels = None
+    expected_score: ExpectedScore = False
+    background: Background = False
 
-        async def work(progress: Progress) -> AnalysisResult:
-            return await evaluate_analysis(
-                call, analysis=analysis, input_url=input_url, user_context=user_context,
-                context_type=context_type, schema=schema, cardinality=bounds, insight_fields=insight_fields,
-                deterministic_checks=deterministic_checks, llm_judges=llm_judges,
-                custom=app.analysis_categories, progress=progress, logprobs=expected_score,
-            )
+    @field_validator("cardinality")
+    @classmethod
+    def _pairs(cls, cardinality: dict[str, list[int]] | None) -> dict[str, list[int]] | None:
+        for path, pair in (cardinality or {}).items():
+            if len(pair) != 2 or pair[0] > pair[1]:
+                raise InputError(f"cardinality[{path!r}] must be [min, max] with min <= max")
+        return cardinality
 
-        return await run_or_background(ctx, "evaluate_analysis", call, work)
+
+@judge(toolset="analysis")
+async def evaluate_analysis_tool(ctx: Context, args: EvaluateAnalysisInput) -> Judging[AnalysisResult]:
+    """Evaluate a JSON analysis: checks D-1..D-5 (JSON, schema, format, cardinality, URLs), then a model call per
+    LLM category; `passed` only if all pass."""
+    custom = app_of(ctx).analysis_categories
+    bounds = None if args.cardinality is None else {path: (low, high) for path, (low, high) in args.cardinality.items()}
+    return Judging(lambda call, progress: evaluate_analysis(
+        call, analysis=args.analysis, input_url=args.input_url, user_context=args.user_context,
+        context_type=args.context_type, schema=args.schema_, cardinality=bounds, insight_fields=args.insight_fields,
+        deterministic_checks=args.deterministic_checks, llm_judges=args.llm_judges, custom=custom,
+        progress=progress, logprobs=args.expected_score), resolve=False)
+
+
+TOOLS = (evaluate_analysis_tool,)

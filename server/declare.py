@@ -183,7 +183,9 @@ def function_of(declared: Declared) -> Callable[..., Awaitable[Any]]:
     failure the caller's error naming the argument), the arguments' size limits, and the declared function (for a
     judging tool, through `judged`)."""
     model, resolved = declared.input, declared.resolved
-    sized = [(name, marker) for name, info in model.model_fields.items()
+    # (field, argument name, its size limit); a field's alias is its argument's name (`schema_` for "schema", which
+    # would shadow BaseModel.schema)
+    sized = [(name, info.alias or name, marker) for name, info in model.model_fields.items()
              for marker in info.metadata if isinstance(marker, Sized)]
 
     async def call(ctx: Context, **arguments: Any) -> Any:
@@ -197,15 +199,16 @@ def function_of(declared: Declared) -> Callable[..., Awaitable[Any]]:
             from .context import app_of
 
             sizes = app_of(ctx).settings.size_limits()
-            for name, marker in sized:
-                await marker.check(sizes, name, getattr(args, name))
+            for name, argument, marker in sized:
+                await marker.check(sizes, argument, getattr(args, name))
         if declared.judging:
             return await judged(ctx, declared.name, args, await declared.core(ctx, args, **given))
         return await declared.core(ctx, args, **given)
 
     parameters = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
     for name, info in model.model_fields.items():
-        parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=_annotation(info),
+        parameters.append(inspect.Parameter(info.alias or name, inspect.Parameter.KEYWORD_ONLY,
+                                            annotation=_annotation(info),
                                             default=inspect.Parameter.empty if info.is_required() else info.default))
     parameters.extend(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation)
                       for name, annotation in resolved.items())

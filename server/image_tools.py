@@ -5,10 +5,11 @@ from __future__ import annotations
 import base64
 from typing import Annotated, Any
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ImageContent, ResourceLink, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
+from judges.call import JudgeCall
 from judges.errors import InputError
 from judges.image.chart import run_chart
 from judges.image.judge import Evaluation
@@ -16,7 +17,6 @@ from judges.image.optimizer import OptimizedPrompt
 from judges.image.runs import RunSummary
 from judges.image.service import ImageEvaluation, RunReport
 from judges.progress import Progress
-from judges.reading.samples import check_samples
 
 from .context import (
     ClientRoots,
@@ -28,8 +28,8 @@ from .context import (
     image_policy,
     organization_of,
 )
-from .errors import tool_errors
-from .jobs import Background, or_job, resource_updated, run_or_background
+from .declare import READ_ONLY, Judging, judge, tool
+from .jobs import Background, resource_updated
 
 Images = Annotated[list[str], Field(description="Paths (in the allowed roots), data: URIs or base64: PNG, JPEG, "
                                                 "WebP, GIF.")]
@@ -68,83 +68,88 @@ def given_evaluations(evaluations: list[dict[str, Any]] | None) -> list[Evaluati
                          "(or run_id)") from None
 
 
-def register(mcp: MCPServer) -> None:
-    @mcp.tool(annotations=JUDGE)
-    @tool_errors
-    async def evaluate_image(
-        ctx: Context,
-        brief: Annotated[str, Field(description="What the image should show.")],
-        images: Images,
-        prompt: Annotated[str | None, Field(description="The images' generation prompt.")] = None,
-        agent_ids: Annotated[list[str] | None, Field(description="Default: all agents.")] = None,
-        run_id: Annotated[str | None, Field(description="Continue this run (its next iteration).")] = None,
-        max_iterations: Annotated[int | None, Field(description="The run's budget; default 10.")] = None,
-        cache: UseCache = True,
-        samples: Samples = 1,
-        models: JuryModels = None,
-        expected_score: ExpectedScore = False,
-        background: Background = False,
-        client_roots: ClientRoots = None,
-    ) -> Annotated[CallToolResult, or_job(ImageEvaluation)]:
-        """Score generated images against a brief with the judge agents (weighted), rank them, track the run's plateau;
-        run_id continues a run."""
-        app = app_of(ctx)
-        org, policy = organization_of(ctx), image_policy(ctx, client_roots)
-        check_samples(samples, app.settings.max_samples)
-        call = await app.judge_call(ctx, models, samples=samples, cache=cache, background=background, resolve=False,
-                                    agents=lambda: app.images.panel(org, agent_ids, run_id))
+class EvaluateImageInput(BaseModel):
+    brief: Annotated[str, Field(description="What the image should show.")]
+    images: Images
+    prompt: Annotated[str | None, Field(description="The images' generation prompt.")] = None
+    agent_ids: Annotated[list[str] | None, Field(description="Default: all agents.")] = None
+    run_id: Annotated[str | None, Field(description="Continue this run (its next iteration).")] = None
+    max_iterations: Annotated[int | None, Field(description="The run's budget; default 10.")] = None
+    cache: UseCache = True
+    samples: Samples = 1
+    models: JuryModels = None
+    expected_score: ExpectedScore = False
+    background: Background = False
 
-        async def work(progress: Progress) -> ImageEvaluation:
-            result = await app.images.evaluate_image(
-                call, org, brief=brief, images=images, prompt=prompt, agent_ids=agent_ids, run_id=run_id,
-                max_iterations=max_iterations, policy=policy, progress=progress, logprobs=expected_score)
-            await resource_updated(ctx, f"judge://runs/{result.run_id}", f"judge://runs/{result.run_id}/chart.png")
-            return result
 
-        return await run_or_background(ctx, "evaluate_image", call, work, lambda r: run_links(r.run_id))
+@judge(toolset="images", annotations=JUDGE)
+async def evaluate_image(ctx: Context, args: EvaluateImageInput,
+                         client_roots: ClientRoots = None) -> Judging[ImageEvaluation]:
+    """Score generated images against a brief with the judge agents (weighted), rank them, track the run's plateau;
+    run_id continues a run."""
+    app = app_of(ctx)
+    org, policy = organization_of(ctx), image_policy(ctx, client_roots)
 
-    @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
-    @tool_errors
-    async def list_runs(ctx: Context) -> RunList:
-        """This organization's evaluate_image runs, newest first (at most 50)."""
-        app = app_of(ctx)
-        return RunList(runs=await app.store(app.images.runs.summaries, organization_of(ctx)))
+    async def work(call: JudgeCall, progress: Progress) -> ImageEvaluation:
+        result = await app.images.evaluate_image(
+            call, org, brief=args.brief, images=args.images, prompt=args.prompt, agent_ids=args.agent_ids,
+            run_id=args.run_id, max_iterations=args.max_iterations, policy=policy, progress=progress,
+            logprobs=args.expected_score)
+        await resource_updated(ctx, f"judge://runs/{result.run_id}", f"judge://runs/{result.run_id}/chart.png")
+        return result
 
-    @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
-    @tool_errors
-    async def get_run(ctx: Context, run_id: RunId) -> Annotated[CallToolResult, RunReport]:
-        """A run's iterations and plateau, with a chart."""
-        app = app_of(ctx)
-        report = await app.store(app.images.report, organization_of(ctx), run_id)
-        png = run_chart_png(report)
-        return CallToolResult(
-            content=[TextContent(type="text", text=report.model_dump_json(indent=2)),
-                     ImageContent(type="image", data=base64.b64encode(png).decode(), mime_type="image/png"),
-                     *run_links(run_id)],
-            structured_content=report.model_dump(mode="json"),
-        )
+    return Judging(work, agents=lambda: app.images.panel(org, args.agent_ids, args.run_id), resolve=False,
+                   links=lambda result: run_links(result.run_id))
 
-    @mcp.tool(annotations=JUDGE)
-    @tool_errors
-    async def optimize_prompt(
-        ctx: Context,
-        brief: str,
-        prompt: Annotated[str, Field(description="The current generation prompt.")],
-        run_id: Annotated[str | None, Field(description="Or the winner's evaluations from this run's last "
-                                                        "iteration.")] = None,
-        evaluations: Annotated[list[dict[str, Any]] | None, Field(description=(
-            "Or evaluations as evaluate_image returned them."))] = None,
-        cache: UseCache = True,
-        background: Background = False,
-    ) -> Annotated[CallToolResult, or_job(OptimizedPrompt)]:
-        """Write the next generation prompt from evaluate_image's evaluations: top issues fixed, what worked kept, every
-        promptInstruction verbatim."""
-        app = app_of(ctx)
-        given = given_evaluations(evaluations)
-        org, call = organization_of(ctx), await app.judge_call(ctx, cache=cache, background=background)
 
-        async def work(progress: Progress) -> OptimizedPrompt:
-            return await app.images.optimize(org, brief=brief, prompt=prompt, run_id=run_id, evaluations=given,
-                                             call=call, progress=progress)
+class ListRunsInput(BaseModel):
+    pass
 
-        return await run_or_background(ctx, "optimize_prompt", call, work)
+
+@tool(role="member", toolset="images", annotations=READ_ONLY)
+async def list_runs(ctx: Context, args: ListRunsInput) -> RunList:
+    """This organization's evaluate_image runs, newest first (at most 50)."""
+    app = app_of(ctx)
+    return RunList(runs=await app.store(app.images.runs.summaries, organization_of(ctx)))
+
+
+class GetRunInput(BaseModel):
+    run_id: RunId
+
+
+@tool(role="member", toolset="images", annotations=READ_ONLY)
+async def get_run(ctx: Context, args: GetRunInput) -> Annotated[CallToolResult, RunReport]:
+    """A run's iterations and plateau, with a chart."""
+    app = app_of(ctx)
+    report = await app.store(app.images.report, organization_of(ctx), args.run_id)
+    png = run_chart_png(report)
+    return CallToolResult(
+        content=[TextContent(type="text", text=report.model_dump_json(indent=2)),
+                 ImageContent(type="image", data=base64.b64encode(png).decode(), mime_type="image/png"),
+                 *run_links(args.run_id)],
+        structured_content=report.model_dump(mode="json"),
+    )
+
+
+class OptimizePromptInput(BaseModel):
+    brief: str
+    prompt: Annotated[str, Field(description="The current generation prompt.")]
+    run_id: Annotated[str | None, Field(description="Or the winner's evaluations from this run's last "
+                                                    "iteration.")] = None
+    evaluations: Annotated[list[dict[str, Any]] | None, Field(description=(
+        "Or evaluations as evaluate_image returned them."))] = None
+    cache: UseCache = True
+    background: Background = False
+
+
+@judge(toolset="images", annotations=JUDGE)
+async def optimize_prompt(ctx: Context, args: OptimizePromptInput) -> Judging[OptimizedPrompt]:
+    """Write the next generation prompt from evaluate_image's evaluations: top issues fixed, what worked kept, every
+    promptInstruction verbatim."""
+    app, org, given = app_of(ctx), organization_of(ctx), given_evaluations(args.evaluations)
+    return Judging(lambda call, progress: app.images.optimize(
+        org, brief=args.brief, prompt=args.prompt, run_id=args.run_id, evaluations=given, call=call,
+        progress=progress))
+
+
+TOOLS = (evaluate_image, list_runs, get_run, optimize_prompt)

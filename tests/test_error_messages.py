@@ -52,7 +52,8 @@ MISTAKES: list[tuple[str, dict[str, Any], str]] = [
     ("list_agents", {"sort_by": "size"},
      "invalid input: sort_by must be one of 'name', 'created_at' or 'updated_at' (got \"size\"), e.g. \"name\"."),
     ("evaluate_analysis", {"analysis": {}, "deterministic_checks": ["D-9"]},
-     "invalid input: unknown deterministic checks ['D-9']; use D-1, D-2, D-3, D-4, D-5"),
+     "invalid input: deterministic_checks[0] must be one of 'D-1', 'D-2', 'D-3', 'D-4' or 'D-5' (got \"D-9\"); did "
+     "you mean \"D-5\"?"),
     ("evaluate_analysis", {"analysis": {}, "llm_judges": ["tone"]},
      "invalid input: unknown LLM judge category 'tone'; known: founder_resonance, general_quality (add your own in "
      "JUDGE_MCP_ANALYSIS_CATEGORIES_DIR)"),
