@@ -334,11 +334,11 @@ def _cached_listing(cache: ListingCache | None) -> Listing | None:
 def _register_tools(mcp: JudgeServer, name: str, settings: Settings) -> None:
     """Import the tool module server.`name` and register its tools."""
     # __import__ rather than importlib.import_module: the import statement's path, which -X importtime reports.
-    module = __import__(f"{__package__}.{name}", fromlist=["register"])
+    module = __import__(f"{__package__}.{name}", fromlist=["TOOLS"])
+    if name == "code_tools":
+        module.probe_gate_sandbox(settings)  # logs which sandbox gates use; a required one missing stops the server
     if hasattr(module, "TOOLS"):
         declare.register(mcp, module.TOOLS)
-    elif name == "code_tools":
-        module.register(mcp, settings)  # also probes the gate sandbox, and logs which one gates use
     else:
         module.register(mcp)
 

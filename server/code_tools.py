@@ -7,20 +7,18 @@ import math
 import threading
 from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import Field
+from mcp.server.mcpserver import Context
+from pydantic import BaseModel, Field
 
+from judges.code import judge as core
 from judges.code import sandbox
 from judges.code.gates import GateSettings, SourceFile, parse_gates
-from judges.code.judge import CodeVerdict, ProposedPatch, judge_code, propose_patch
+from judges.code.judge import CodeVerdict, ProposedPatch
 from judges.errors import ConfigError
-from judges.progress import Progress
-from judges.reading.samples import check_samples
 
 from .context import ClientRoots, JuryModels, Samples, UseCache, app_of, roots_for
-from .errors import tool_errors
-from .jobs import Background, or_job, run_or_background
+from .declare import Judging, judge
+from .jobs import Background
 from .settings import Settings
 from .startup import LISTED_AS
 
@@ -74,91 +72,82 @@ def log_gate_sandbox(settings: Settings) -> None:
                     else ", and are refused over HTTP with tokens unless JUDGE_MCP_UNSANDBOXED_GATES=1")
 
 
-def register(mcp: MCPServer, settings: Settings | None = None) -> None:
-    if settings is not None:
-        if settings.gate_sandbox == "bwrap":
-            log_gate_sandbox(settings)  # required: a server without it must not start
-        else:
-            # Probing bwrap starts a sandbox (~50 ms): off the start-up path, and like the warm-up a moment
-            # after start so it does not compete with the host's handshake. It imports nothing heavy.
-            probe = threading.Timer(settings.warm_delay_s, log_gate_sandbox, args=(settings,))
-            probe.daemon = True
-            probe.start()
-    # The functions carry a suffix only so they do not shadow the core functions they call.
-    @mcp.tool(name="judge_code", annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=False,
-                                                             open_world_hint=True))
-    @tool_errors
-    async def judge_code_tool(
-        ctx: Context,
-        spec: Annotated[str, Field(description="What the code must do.")],
-        root: Root = None,
-        files: Files = None,
-        diff: Annotated[str | None, Field(description="The change under review (unified diff).")] = None,
-        run_gates: Annotated[bool, Field(description="Run ruff, mypy and pytest on a copy.")] = True,
-        gates: Annotated[list[str] | dict[str, list[str]] | None, Field(
-            description="Names (lint, types, tests), or {name: [arguments]}: test ids, relative paths, allowlisted "
-                        "flags (an error lists them), e.g. {\"tests\": [\"-x\", \"tests/test_a.py::test_b\"]}. "
-                        "Default: all.")] = None,
-        model_notes: str | None = None,
-        candidates: Annotated[list[list[SourceFile]] | None, Field(
-            description="Several file sets: the gates pick the one judged.", json_schema_extra={LISTED_AS: {
-                "type": "array", "items": {"type": "array"},
-                "description": "Several file sets, as files: the gates pick the one judged."}})] = None,
-        cache: UseCache = True,
-        samples: Samples = 1,
-        models: JuryModels = None,
-        background: Background = False,
-        client_roots: ClientRoots = None,
-    ) -> Annotated[CallToolResult, or_job(CodeVerdict)]:
-        """Review code against a spec: accept / revise / reject with 8 scores and a fix plan, consistent with the gates
-        (lint, types, tests); no model: the gates' verdict."""
-        app = app_of(ctx)
-        chosen = parse_gates(gates)
-        settings = gate_settings(app.settings)
-        if run_gates or candidates:
-            check_gates_may_run(app.settings, settings)
-        check_samples(samples, app.settings.max_samples)
-        call = await app.judge_call(ctx, models, samples=samples, cache=cache, background=background, resolve=False)
-        roots = roots_for(ctx, client_roots)
+def probe_gate_sandbox(settings: Settings) -> None:
+    """At start (server/app.py, when this module is loaded): which sandbox gates use, logged; with
+    JUDGE_MCP_GATE_SANDBOX=bwrap, a server without it stops now."""
+    if settings.gate_sandbox == "bwrap":
+        log_gate_sandbox(settings)  # required: a server without it must not start
+    else:
+        # Probing bwrap starts a sandbox (~50 ms): off the start-up path, and like the warm-up a moment
+        # after start so it does not compete with the host's handshake. It imports nothing heavy.
+        probe = threading.Timer(settings.warm_delay_s, log_gate_sandbox, args=(settings,))
+        probe.daemon = True
+        probe.start()
 
-        async def work(progress: Progress) -> CodeVerdict:
-            return await judge_code(
-                call, spec=spec, root=root, files=files, diff=diff, run_gates_=run_gates,
-                gates=chosen, model_notes=model_notes, candidates=candidates,
-                allowed_roots=roots, settings=settings, progress=progress,
-            )
 
-        return await run_or_background(ctx, "judge_code", call, work)
+class JudgeCodeInput(BaseModel):
+    spec: Annotated[str, Field(description="What the code must do.")]
+    root: Root = None
+    files: Files = None
+    diff: Annotated[str | None, Field(description="The change under review (unified diff).")] = None
+    run_gates: Annotated[bool, Field(description="Run ruff, mypy and pytest on a copy.")] = True
+    gates: Annotated[list[str] | dict[str, list[str]] | None, Field(
+        description="Names (lint, types, tests), or {name: [arguments]}: test ids, relative paths, allowlisted "
+                    "flags (an error lists them), e.g. {\"tests\": [\"-x\", \"tests/test_a.py::test_b\"]}. "
+                    "Default: all.")] = None
+    model_notes: str | None = None
+    candidates: Annotated[list[list[SourceFile]] | None, Field(
+        description="Several file sets: the gates pick the one judged.", json_schema_extra={LISTED_AS: {
+            "type": "array", "items": {"type": "array"},
+            "description": "Several file sets, as files: the gates pick the one judged."}})] = None
+    cache: UseCache = True
+    samples: Samples = 1
+    models: JuryModels = None
+    background: Background = False
 
-    @mcp.tool(name="propose_patch", annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=False,
-                                                                open_world_hint=True))
-    @tool_errors
-    async def propose_patch_tool(
-        ctx: Context,
-        spec: str,
-        root: Root = None,
-        files: Files = None,
-        diagnostics: Annotated[str | None, Field(description="Lint/type/test output; default: run the gates.")] = None,
-        fix_plan: Annotated[list[dict[str, str]] | None, Field(description="judge_code's fix_plan.")] = None,
-        max_rounds: Annotated[int, Field(description="Judge/fix rounds when apply_and_rejudge (1-5).")] = 1,
-        apply_and_rejudge: Annotated[bool, Field(
-            description="Apply each patch to a copy and re-run the gates.")] = False,
-        cache: UseCache = True,
-        background: Background = False,
-        client_roots: ClientRoots = None,
-    ) -> Annotated[CallToolResult, or_job(ProposedPatch)]:
-        """Propose a fix for code: minimal patch ops, validated against the files."""
-        app = app_of(ctx)
-        settings = gate_settings(app.settings)
-        if diagnostics is None or apply_and_rejudge:
-            check_gates_may_run(app.settings, settings)
-        call, roots = await app.judge_call(ctx, cache=cache, background=background), roots_for(ctx, client_roots)
 
-        async def work(progress: Progress) -> ProposedPatch:
-            return await propose_patch(
-                call, spec=spec, root=root, files=files, diagnostics=diagnostics,
-                fix_plan=fix_plan, max_rounds=max_rounds, apply_and_rejudge=apply_and_rejudge,
-                allowed_roots=roots, settings=settings, limits=app.settings.patch_limits(), progress=progress,
-            )
+@judge(toolset="code")
+async def judge_code(ctx: Context, args: JudgeCodeInput, client_roots: ClientRoots = None) -> Judging[CodeVerdict]:
+    """Review code against a spec: accept / revise / reject with 8 scores and a fix plan, consistent with the gates
+    (lint, types, tests); no model: the gates' verdict."""
+    app = app_of(ctx)
+    chosen = parse_gates(args.gates)
+    settings = gate_settings(app.settings)
+    if args.run_gates or args.candidates:
+        check_gates_may_run(app.settings, settings)
+    roots = roots_for(ctx, client_roots)
+    return Judging(lambda call, progress: core.judge_code(
+        call, spec=args.spec, root=args.root, files=args.files, diff=args.diff, run_gates_=args.run_gates,
+        gates=chosen, model_notes=args.model_notes, candidates=args.candidates, allowed_roots=roots,
+        settings=settings, progress=progress), resolve=False)
 
-        return await run_or_background(ctx, "propose_patch", call, work)
+
+class ProposePatchInput(BaseModel):
+    spec: str
+    root: Root = None
+    files: Files = None
+    diagnostics: Annotated[str | None, Field(description="Lint/type/test output; default: run the gates.")] = None
+    fix_plan: Annotated[list[dict[str, str]] | None, Field(description="judge_code's fix_plan.")] = None
+    max_rounds: Annotated[int, Field(description="Judge/fix rounds when apply_and_rejudge (1-5).")] = 1
+    apply_and_rejudge: Annotated[bool, Field(
+        description="Apply each patch to a copy and re-run the gates.")] = False
+    cache: UseCache = True
+    background: Background = False
+
+
+@judge(toolset="code")
+async def propose_patch(ctx: Context, args: ProposePatchInput,
+                        client_roots: ClientRoots = None) -> Judging[ProposedPatch]:
+    """Propose a fix for code: minimal patch ops, validated against the files."""
+    app = app_of(ctx)
+    settings = gate_settings(app.settings)
+    if args.diagnostics is None or args.apply_and_rejudge:
+        check_gates_may_run(app.settings, settings)
+    roots = roots_for(ctx, client_roots)
+    return Judging(lambda call, progress: core.propose_patch(
+        call, spec=args.spec, root=args.root, files=args.files, diagnostics=args.diagnostics,
+        fix_plan=args.fix_plan, max_rounds=args.max_rounds, apply_and_rejudge=args.apply_and_rejudge,
+        allowed_roots=roots, settings=settings, limits=app.settings.patch_limits(), progress=progress))
+
+
+TOOLS = (judge_code, propose_patch)

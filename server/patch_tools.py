@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import anyio.to_thread
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ListRootsResult, TextContent, ToolAnnotations
-from pydantic import Field, WithJsonSchema
+from pydantic import BaseModel, Field, WithJsonSchema
 
 from judges.inputs.paths import resolve_root
 from judges.patches.formats import PatchFormat, to_ops
@@ -23,7 +23,7 @@ from judges.patches.ops import (
 )
 
 from .context import ClientRoots, app_of, roots_for
-from .errors import tool_errors
+from .declare import READ_ONLY, tool
 from .startup import LISTED_AS
 
 PatchArg = Annotated[
@@ -53,64 +53,60 @@ def _as_validated(**listed: Any) -> Any:
     """An apply_patch argument listed without its description: its description says "as in validate_patch"."""
     return Field(json_schema_extra={LISTED_AS: listed})
 
-READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 
-async def prepare(ctx: Context, client_roots: ListRootsResult | None, patch: dict[str, Any] | str, format: PatchFormat,
-                  path: str | None, root: str | None, max_ops: int | None,
-                  max_bytes: int | None) -> tuple[dict[str, Any], Path | None, PatchLimits]:
+class ValidatePatchInput(BaseModel):
+    patch: PatchArg
+    root: Annotated[str | None, Field(description="Project directory in the allowed roots: ops are checked "
+                                                  "against its files, with the diff.")] = None
+    max_ops: MaxOpsArg = None
+    max_bytes: MaxBytesArg = None
+    format: FormatArg = "auto"
+    path: PathArg = None
+    allow_read_only: ReadOnlyArg = False
+
+
+class ApplyPatchInput(BaseModel):
+    patch: ApplyPatchArg
+    root: Annotated[str, Field(description="Project directory (in the allowed roots).")]
+    dry_run: Annotated[bool, Field(description="Compute and return the diff, write nothing.")] = False
+    max_ops: Annotated[MaxOpsArg, _as_validated(type="integer")] = None
+    max_bytes: Annotated[MaxBytesArg, _as_validated(type="integer")] = None
+    format: Annotated[FormatArg, _as_validated(type="string")] = "auto"
+    path: Annotated[PathArg, _as_validated(type="string")] = None
+    allow_read_only: Annotated[ReadOnlyArg, _as_validated(type="boolean")] = False
+
+
+async def prepare(ctx: Context, client_roots: ListRootsResult | None, args: ValidatePatchInput | ApplyPatchInput
+                  ) -> tuple[dict[str, Any], Path | None, PatchLimits]:
     """What both patch tools start from: the patch as ops, the root (inside the allowed roots), the limits."""
-    ops = await anyio.to_thread.run_sync(lambda: to_ops(patch, format, default_path=path))  # megabytes of diff text
-    base = resolve_root(root, roots_for(ctx, client_roots)) if root is not None else None
-    return ops, base, app_of(ctx).settings.patch_limits(max_ops, max_bytes)
+    ops = await anyio.to_thread.run_sync(  # megabytes of diff text
+        lambda: to_ops(args.patch, args.format, default_path=args.path))
+    base = resolve_root(args.root, roots_for(ctx, client_roots)) if args.root is not None else None
+    return ops, base, app_of(ctx).settings.patch_limits(args.max_ops, args.max_bytes)
 
 
-def register(mcp: MCPServer) -> None:
-    # The functions carry a suffix only so they do not shadow the core functions they call.
-    @mcp.tool(name="validate_patch", annotations=READ_ONLY)
-    @tool_errors
-    async def validate_patch_tool(
-        ctx: Context,
-        patch: PatchArg,
-        root: Annotated[str | None, Field(description="Project directory in the allowed roots: ops are checked "
-                                                      "against its files, with the diff.")] = None,
-        max_ops: MaxOpsArg = None,
-        max_bytes: MaxBytesArg = None,
-        format: FormatArg = "auto",
-        path: PathArg = None,
-        allow_read_only: ReadOnlyArg = False,
-        client_roots: ClientRoots = None,
-    ) -> ValidationReport:
-        """Check a patch without writing: shape, limits, paths, and (with a root) each op against the files."""
-        ops, base, limits = await prepare(ctx, client_roots, patch, format, path, root, max_ops, max_bytes)
-        return await anyio.to_thread.run_sync(
-            lambda: validate_patch(ops, base, limits=limits, allow_read_only=allow_read_only)
-        )
+@tool(role="member", toolset="patches", annotations=READ_ONLY)
+async def validate_patch_tool(ctx: Context, args: ValidatePatchInput,
+                              client_roots: ClientRoots = None) -> ValidationReport:
+    """Check a patch without writing: shape, limits, paths, and (with a root) each op against the files."""
+    ops, base, limits = await prepare(ctx, client_roots, args)
+    return await anyio.to_thread.run_sync(
+        lambda: validate_patch(ops, base, limits=limits, allow_read_only=args.allow_read_only))
 
-    @mcp.tool(name="apply_patch", annotations=DESTRUCTIVE)
-    @tool_errors
-    async def apply_patch_tool(
-        ctx: Context,
-        patch: ApplyPatchArg,
-        root: Annotated[str, Field(description="Project directory (in the allowed roots).")],
-        dry_run: Annotated[bool, Field(description="Compute and return the diff, write nothing.")] = False,
-        max_ops: Annotated[MaxOpsArg, _as_validated(type="integer")] = None,
-        max_bytes: Annotated[MaxBytesArg, _as_validated(type="integer")] = None,
-        format: Annotated[FormatArg, _as_validated(type="string")] = "auto",
-        path: Annotated[PathArg, _as_validated(type="string")] = None,
-        allow_read_only: Annotated[ReadOnlyArg, _as_validated(type="boolean")] = False,
-        client_roots: ClientRoots = None,
-    ) -> Annotated[CallToolResult, ApplyReport]:
-        """Write a patch all-or-nothing (no file changes if any op fails), keeping CRLF and BOMs; one that could not
-        apply is an isError result with errors and diff. Other arguments as in validate_patch."""
-        ops, base, limits = await prepare(ctx, client_roots, patch, format, path, root, max_ops, max_bytes)
-        assert base is not None
-        report = await anyio.to_thread.run_sync(
-            lambda: apply_patch(ops, base, dry_run=dry_run, limits=limits, allow_read_only=allow_read_only,
-                                register=app_of(ctx).settings.patch_journal_dir)
-        )
-        return report_result(report)
+
+@tool(role="member", toolset="patches", annotations=DESTRUCTIVE)
+async def apply_patch_tool(ctx: Context, args: ApplyPatchInput,
+                           client_roots: ClientRoots = None) -> Annotated[CallToolResult, ApplyReport]:
+    """Write a patch all-or-nothing (no file changes if any op fails), keeping CRLF and BOMs; one that could not
+    apply is an isError result with errors and diff. Other arguments as in validate_patch."""
+    ops, base, limits = await prepare(ctx, client_roots, args)
+    assert base is not None
+    report = await anyio.to_thread.run_sync(
+        lambda: apply_patch(ops, base, dry_run=args.dry_run, limits=limits, allow_read_only=args.allow_read_only,
+                            register=app_of(ctx).settings.patch_journal_dir))
+    return report_result(report)
 
 
 def report_result(report: ApplyReport) -> CallToolResult:
@@ -121,3 +117,6 @@ def report_result(report: ApplyReport) -> CallToolResult:
         text = f"The patch was not applied and no file changed: {report.errors[0]}{more}."
     return CallToolResult(content=[TextContent(type="text", text=text)],
                           structured_content=report.model_dump(mode="json"), is_error=bool(report.errors))
+
+
+TOOLS = (validate_patch_tool, apply_patch_tool)
