@@ -271,3 +271,40 @@ async def test_evaluate_image_with_one_judge_of_two_failing_is_a_result_counting
         result = await call(c, "evaluate_image", brief="A red square", images=[RED],
                             agent_ids=[good["id"], bad["id"]])
     assert [(r["judges_scored"], r["judges_failed"]) for r in result["ranking"]] == [(1, 1)]
+
+
+async def test_score_text_refuses_more_criteria_than_one_call_scores_before_any_request(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before, 300 criteria sent 300 model requests from one call (rank_texts' plan is bounded; this was not).
+    fake_server.respond_with(answer(lambda t: '{"reasoning": "ok", "score": 3}'))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        said = await error_of(c, "score_text", text="Hi", criteria=[
+            {"name": f"c{i}", "description": "Is it clear?"} for i in range(21)])
+    assert said.endswith("criteria: 21 criteria; one call scores at most 20 (each is a model call). Split them "
+                         "over several calls, e.g. the first 20, then the rest")
+    assert fake_server.requests == []
+
+
+async def test_score_text_refuses_a_scale_whose_width_would_overflow(tmp_path: Path,
+                                                                      fake_server: FakeModelServer) -> None:
+    # Before, a score of 3 on the scale -1e308..1e308 was normalised to 0.0 (the width overflowed to inf).
+    fake_server.respond_with(answer(lambda t: '{"reasoning": "ok", "score": 3}'))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        said = await error_of(c, "score_text", text="Hi", criteria=[
+            {"name": "tone", "description": "Is it polite?", "scale": {"min": -1e308, "max": 1e308}}])
+    assert said.endswith('criteria[tone].scale: min and max lie within ±1e+12 (got -1e+308–1e+308), '
+                         'e.g. {"min": 1, "max": 5}')
+    assert fake_server.requests == []
+
+
+async def test_score_text_refuses_weights_whose_sum_would_overflow(tmp_path: Path,
+                                                                    fake_server: FakeModelServer) -> None:
+    # Before, two criteria weighted 1e308 both scored and the total came back null (NaN), as if none had.
+    fake_server.respond_with(answer(lambda t: '{"reasoning": "ok", "score": 3}'))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        said = await error_of(c, "score_text", text="Hi", criteria=[
+            {"name": "tone", "description": "Is it polite?", "weight": 1e308},
+            {"name": "clarity", "description": "Is it clear?", "weight": 1e308}])
+    assert said.endswith("criteria[tone].weight: at most 1e+12 (got 1e+308); weights count relative to each "
+                         "other, e.g. 1 and 2")
+    assert fake_server.requests == []
