@@ -412,6 +412,19 @@ async def test_applies_through_nested_roots_on_one_file_never_lose_an_edit_they_
     assert [applied == held for applied, held in seen] == [True] * 5
 
 
+async def test_apply_patch_through_a_file_says_it_is_a_file_and_changes_nothing(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "app.py").write_text("x = 1\n")
+    async with stdio_client(tmp_path / "home", JUDGE_MCP_ALLOWED_ROOTS=str(project)) as client:
+        result = await client.call_tool("apply_patch", {"root": str(project), "patch": {"ops": [
+            {"kind": "remove", "path": "app.py"}, {"kind": "add", "path": "app.py/__init__.py", "content": "x = 1\n"}]}})
+    assert result.structured_content["errors"] == [
+        "op 1 (add app.py/__init__.py): app.py is a file, not a directory, so nothing lies inside it (one patch "
+        "cannot replace a file by a directory)"]
+    assert snapshot(project) == {"app.py": b"x = 1\n"}
+
+
 async def test_apply_patch_keeps_each_files_mode_and_new_files_follow_the_umask(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()

@@ -121,6 +121,14 @@ def test_symlink_leaving_the_root_is_refused_for_a_new_file(root: Path, tmp_path
     assert list(outside.iterdir()) == []
 
 
+def test_a_path_through_a_file_is_the_callers_error_not_a_race(root: Path) -> None:
+    # Before: "f.txt changed while it was being used (a directory replaced by a symlink?) ... try again".
+    (root / "f.txt").write_text("a\n")
+    (error,) = errors_of({"ops": [{"kind": "add", "path": "f.txt/new.py", "content": "x"}]}, root)
+    assert error == ("op 0 (add f.txt/new.py): f.txt is a file, not a directory, so nothing lies inside it (one "
+                     "patch cannot replace a file by a directory)")
+
+
 def test_sibling_prefix_escape_through_symlink_is_refused(root: Path) -> None:
     evil = root.parent / (root.name + "-evil")
     evil.mkdir()

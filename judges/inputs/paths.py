@@ -160,6 +160,13 @@ def open_dir(real: Path) -> int:
         raise
 
 
+def _is_regular_file(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
 def open_file(dir_fd: int, name: str) -> int:
     """A read-only fd for the regular file `name` in `dir_fd`; a symlink or a non-file is refused."""
     try:
@@ -228,6 +235,9 @@ class Tree:
                 made.append(parts)
             fd = os.open(parts[-1], _DIR_FLAGS, dir_fd=parent)
         except OSError:
+            if _is_regular_file(parent, parts[-1]):  # the caller's path runs through a file: not a race, no retry
+                raise InputError(f"{'/'.join(parts)} is a file, not a directory, so nothing lies inside it (one "
+                                 "patch cannot replace a file by a directory)") from None
             raise _moved("/".join(parts)) from None
         self._dirs[parts] = fd
         return fd
