@@ -113,6 +113,15 @@ async def test_compare_to_reference_through_the_model_and_without_it(tmp_path: P
     assert (judged["verdict"], judged["wrong"], judged["usage"]["requests"]) == ("incorrect", ["the city"], 1)
 
 
+async def test_compare_to_reference_asks_the_model_when_only_a_sign_differs(tmp_path: Path,
+                                                                            fake_server: FakeModelServer) -> None:
+    # Before: "-5" against "5" was "equivalent" by normalised match, without a model call.
+    fake_server.respond_with(answer(lambda t: '{"verdict": "incorrect", "missing": [], "wrong": ["the sign"]}'))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        judged = await call(c, "compare_to_reference", text="-5", reference="5", instruction="What is 2 + 3?")
+    assert (judged["verdict"], judged["decided_by"], len(fake_server.requests)) == ("incorrect", "model", 1)
+
+
 async def test_compare_to_reference_with_an_unreadable_judge_gives_no_verdict(
         tmp_path: Path, fake_server: FakeModelServer) -> None:
     fake_server.respond_with(answer(lambda t: "Close enough, I suppose."))
