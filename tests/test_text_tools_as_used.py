@@ -245,6 +245,18 @@ async def test_evaluate_trajectory_checks_first_then_judges(tmp_path: Path, fake
     assert "expected_tools_used: FAILED (never called: pay)" in fake_server.requests[0].text()
 
 
+async def test_evaluate_trajectory_cuts_a_steps_huge_arguments_in_the_prompt_like_its_result(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before: a step's 1 MB of arguments reached the model's prompt whole (only results were cut at 4,000).
+    fake_server.respond_with(answer(lambda t: '{"goal_reached": true, "unnecessary_steps": [], '
+                                              '"ignored_failures": [], "score": 5, "reasoning": "done"}'))
+    steps = [{"tool": "search", "arguments": {"q": "x" * 1_000_000}, "result": "found"}]
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        await call(c, "evaluate_trajectory", goal="Find it", steps=steps)
+    sent = fake_server.requests[0].text()
+    assert '{"q": "' + "x" * 3993 + "… [996009 more characters]" in sent and "x" * 4000 not in sent
+
+
 async def test_evaluate_trajectory_with_an_unreadable_judge_keeps_the_checks(tmp_path: Path,
                                                                              fake_server: FakeModelServer) -> None:
     fake_server.respond_with(answer(lambda t: json.dumps({"goal": "maybe"})))
