@@ -425,6 +425,18 @@ async def test_apply_patch_through_a_file_says_it_is_a_file_and_changes_nothing(
     assert snapshot(project) == {"app.py": b"x = 1\n"}
 
 
+async def test_apply_patch_adding_a_path_ending_in_a_slash_is_refused_and_creates_nothing(tmp_path: Path) -> None:
+    # Before: "add notes/" wrote a regular file named notes, and said applied.
+    project = tmp_path / "project"
+    project.mkdir()
+    async with stdio_client(tmp_path / "home", JUDGE_MCP_ALLOWED_ROOTS=str(project)) as client:
+        result = await client.call_tool("apply_patch", {"root": str(project), "patch": {"ops": [
+            {"kind": "add", "path": "notes/", "content": "remember\n"}]}})
+    assert result.structured_content["errors"] == [
+        "op 0 (add notes/): path 'notes/' names a directory; name a file in it, e.g. notes/notes.md"]
+    assert snapshot(project) == {}
+
+
 async def test_apply_patch_keeps_each_files_mode_and_new_files_follow_the_umask(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()

@@ -105,6 +105,7 @@ def test_shape_only_without_root_is_ok_for_a_good_patch() -> None:
         ("src/../../x", "must not contain '..'"),
         ("a\x00b", "without NUL bytes"),
         (".git/config", "must not point into .git"),
+        ("notes/", "path 'notes/' names a directory; name a file in it, e.g. notes/notes.md"),
     ],
 )
 def test_unsafe_paths_are_refused(root: Path, path: str, message: str) -> None:

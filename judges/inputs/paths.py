@@ -118,6 +118,9 @@ def resolve_relative(rel: str, root: Path) -> Path:
     parts = rel.replace("\\", "/").split("/")
     if ".." in parts:
         raise InputError(f"path {rel!r} must not contain '..'")
+    if parts[-1] in ("", "."):  # `notes/` named a directory; it was written as a file called notes
+        raise InputError(f"path {rel!r} names a directory; name a file in it, e.g. "
+                         f"{'/'.join(p for p in parts if p not in ('', '.')) or 'docs'}/notes.md")
     try:
         real = Path(os.path.realpath(root / rel))
     except OSError:  # a component vanished or changed while it was being resolved
