@@ -106,3 +106,13 @@ def test_a_docx_declaring_entities_is_refused_before_parsing_naming_the_part(ser
     assert uploaded.is_error and uploaded.structured_content["error"] == (
         "the DOCX's word/document.xml declares a DTD (<!DOCTYPE …>), which Word never writes and Office Open XML "
         "forbids (entity bombs hide there); save the document again from Word or LibreOffice and upload that")
+
+
+def test_a_filename_longer_than_file_systems_allow_is_refused_and_nothing_is_stored(server: StdioSession) -> None:
+    # Before: every chunk kept the name: a 200 KB filename on a 0.1 MB text added 86 MB to the data home.
+    agent = new_agent(server)
+    uploaded = server.call("upload_guideline", {"agent_id": agent, "filename": "f" * 253 + ".md",
+                                                "text": "Keep the margins wide."})
+    assert uploaded.is_error and uploaded.content[0].text.endswith(
+        "filename is 256 characters; at most 255 (as file systems allow), e.g. 'brand-guide.pdf'")
+    assert server.call("list_guidelines", {"agent_id": agent}).structured_content["documents"] == []
