@@ -249,6 +249,41 @@ async def test_a_text_of_characters_split_into_bytes_is_not_sent_past_the_daily_
     assert error and result["criteria"][0]["failure"]["kind"] == "budget_exceeded"
 
 
+GPT_4O_MINI_IMAGE = 2_833 + 8 * 5_667  # what gpt-4o-mini bills a 2048 × 768 image at high detail (8 tiles)
+
+
+def images_of(rec: Recorded) -> int:
+    return sum(1 for m in rec.body.get("messages", []) if isinstance(m.get("content"), list)
+               for part in m["content"] if isinstance(part, dict) and part.get("type") == "image_url")
+
+
+def image_billing_reply(rec: Recorded) -> Scripted:
+    """reply(), with each image counted as gpt-4o-mini's API counts one of 2048 × 768 px."""
+    return dataclasses.replace(reply(rec), input_tokens=input_tokens(rec) + images_of(rec) * GPT_4O_MINI_IMAGE)
+
+
+async def test_an_image_request_to_gpt_4o_mini_is_reserved_at_what_it_bills_an_image(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before: each image was estimated at 1,600 tokens ($0.0012 for the request, within $0.005); gpt-4o-mini
+    # bills 48,169 tokens an image: the request spent $0.0149, three times the budget.
+    import base64
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (2048, 768), "navy").save(out, "PNG")
+    image = "data:image/png;base64," + base64.b64encode(out.getvalue()).decode()
+    fake_server.respond_with(image_billing_reply)
+    with http_server(tmp_path / "home", fake_server, JUDGE_MCP_DAILY_BUDGET_USD="0.005",
+                     JUDGE_MCP_MODEL="openai:gpt-4o-mini") as url:
+        error, result = await tool(url, "tok-a", "pairwise_compare", instruction="Pick the calmer poster.",
+                                   candidates=[image, image], candidate_type="image", swap=False)
+        spent = await spent_today(url)
+    assert (spent, len(fake_server.requests)) == (0.0, 0)
+    assert error and "the daily budget of organization 'org-a' cannot cover another request" in json.dumps(result)
+
+
 async def test_an_unpriced_model_is_refused_while_a_budget_is_set(tmp_path: Path, fake: FakeModelServer) -> None:
     with budgeted(tmp_path / "home", fake) as url:
         error, message = await tool(url, "tok-a", "pairwise_compare", instruction="Pick one.", candidates=["a", "b"],

@@ -46,6 +46,13 @@ def test_the_estimate_counts_an_image_at_the_most_a_vendor_counts() -> None:
     assert estimated_input_tokens(request) == IMAGE_TOKENS + 2 * MESSAGE_TOKENS
 
 
+def test_an_image_on_an_openai_model_that_counts_images_otherwise_is_estimated_at_its_most() -> None:
+    request = ModelRequest(messages=[Message.user(ImagePart(media_type="image/png", data_base64="AAAA"))])
+    assert [estimated_input_tokens(request, m) - 2 * MESSAGE_TOKENS for m in (
+        "openai:gpt-4o-mini-2024-07-18", "openai:gpt-4.1-nano", "gpt-4.1-mini", "anthropic:claude-sonnet-4-5")] == [
+        48_169, 3_779, 2_489, IMAGE_TOKENS]
+
+
 def test_a_full_model_string_overrides_the_name() -> None:
     prices = {**DEFAULT_PRICES, "openai-compatible:gpt-4o": Price(input=0, output=0)}
     assert price_of(prices, "openai-compatible:gpt-4o") == Price(input=0, output=0)
