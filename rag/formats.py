@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 
 PDF, DOCX, TEXT, MARKDOWN = "application/pdf", (
@@ -118,6 +119,12 @@ def _docx(data: bytes, limits: Limits) -> ParsedDocument:
         )
     if total / max(1, len(data)) > limits.max_docx_ratio:
         raise DocumentError(f"the DOCX unpacks {total / len(data):.0f}× its size, more than allowed (zip bomb?)")
+    for info in archive.infolist():
+        if info.filename.endswith((".xml", ".rels")) and _declares_dtd(archive, info):
+            # Entity expansion (a "billion laughs") lives in a DTD: expat stops it, but only after seconds of work.
+            raise DocumentError(f"the DOCX's {info.filename} declares a DTD (<!DOCTYPE …>), which Word never writes "
+                                "and Office Open XML forbids (entity bombs hide there); save the document again "
+                                "from Word or LibreOffice and upload that")
     from mammoth import docx
 
     try:
@@ -126,6 +133,20 @@ def _docx(data: bytes, limits: Limits) -> ParsedDocument:
     except Exception as exc:  # mammoth raises many kinds on damaged files
         raise DocumentError(f"the DOCX could not be read: {exc}") from None
     return ParsedDocument(mime_type=DOCX, text=docx_text(document))
+
+
+def _declares_dtd(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bool:
+    """Whether the part holds `<!DOCTYPE` (read in pieces; within the size limits checked before)."""
+    tail = b""
+    try:
+        with archive.open(info) as part:
+            while chunk := part.read(1 << 16):
+                if b"<!DOCTYPE" in tail + chunk:
+                    return True
+                tail = chunk[-8:]
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:  # damaged, encrypted
+        raise DocumentError(f"the DOCX could not be read: {info.filename}: {exc}") from None
+    return False
 
 
 def docx_text(document: object) -> str:

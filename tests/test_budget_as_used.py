@@ -7,6 +7,7 @@ and a background calibration each stop at the budget, never past it, and say wha
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -225,6 +226,62 @@ async def test_align_judge_on_a_prompt_asset_stops_at_the_daily_budget_and_keeps
     assert_stopped_at_the_budget(spent, fake.requests, report["candidates"])
     assert report["usage"]["cost_usd"] == pytest.approx(spent, abs=1e-8)
     assert "no prompt asset 'text/assessment/pairwise@v2'" in compared
+
+
+def byte_level_reply(rec: Recorded) -> Scripted:
+    """reply(), with input tokens counted as a byte-level BPE counts characters its vocabulary lacks (emoji,
+    hieroglyphs): one token a byte of each non-ASCII character, English at 4 characters a token."""
+    data = rec.text().encode()
+    other = sum(b >= 0x80 for b in data)
+    return dataclasses.replace(reply(rec), input_tokens=other + (len(data) - other) // 4)
+
+
+async def test_a_text_of_characters_split_into_bytes_is_not_sent_past_the_daily_budget(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before: 12,000 hieroglyphs (48 KB) were estimated at 3 bytes a token ($0.044, within $0.05) and billed at a
+    # token a byte: one request spent $0.1, twice the budget.
+    fake_server.respond_with(byte_level_reply)
+    with budgeted(tmp_path / "home", fake_server) as url:
+        error, result = await tool(url, "tok-a", "score_text", text="\U00013000" * 12_000,
+                                   criteria=[{"name": "clarity", "description": "Is it clear?"}])
+        spent = await spent_today(url)
+    assert (spent, len(fake_server.requests)) == (0.0, 0)
+    assert error and result["criteria"][0]["failure"]["kind"] == "budget_exceeded"
+
+
+GPT_4O_MINI_IMAGE = 2_833 + 8 * 5_667  # what gpt-4o-mini bills a 2048 × 768 image at high detail (8 tiles)
+
+
+def images_of(rec: Recorded) -> int:
+    return sum(1 for m in rec.body.get("messages", []) if isinstance(m.get("content"), list)
+               for part in m["content"] if isinstance(part, dict) and part.get("type") == "image_url")
+
+
+def image_billing_reply(rec: Recorded) -> Scripted:
+    """reply(), with each image counted as gpt-4o-mini's API counts one of 2048 × 768 px."""
+    return dataclasses.replace(reply(rec), input_tokens=input_tokens(rec) + images_of(rec) * GPT_4O_MINI_IMAGE)
+
+
+async def test_an_image_request_to_gpt_4o_mini_is_reserved_at_what_it_bills_an_image(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before: each image was estimated at 1,600 tokens ($0.0012 for the request, within $0.005); gpt-4o-mini
+    # bills 48,169 tokens an image: the request spent $0.0149, three times the budget.
+    import base64
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (2048, 768), "navy").save(out, "PNG")
+    image = "data:image/png;base64," + base64.b64encode(out.getvalue()).decode()
+    fake_server.respond_with(image_billing_reply)
+    with http_server(tmp_path / "home", fake_server, JUDGE_MCP_DAILY_BUDGET_USD="0.005",
+                     JUDGE_MCP_MODEL="openai:gpt-4o-mini") as url:
+        error, result = await tool(url, "tok-a", "pairwise_compare", instruction="Pick the calmer poster.",
+                                   candidates=[image, image], candidate_type="image", swap=False)
+        spent = await spent_today(url)
+    assert (spent, len(fake_server.requests)) == (0.0, 0)
+    assert error and "the daily budget of organization 'org-a' cannot cover another request" in json.dumps(result)
 
 
 async def test_an_unpriced_model_is_refused_while_a_budget_is_set(tmp_path: Path, fake: FakeModelServer) -> None:

@@ -219,3 +219,54 @@ async def test_a_file_name_that_is_not_utf8_is_left_out_of_the_sandbox_and_the_s
         assert (await c.call_tool("list_jobs", {})).structured_content == {"jobs": []}
     assert result["signals"]["lintErrors"] == ["shop/cart.py:1:8: F401 `os` imported but unused"]
 
+
+
+async def files_refusal(tmp_path: Path, fake_server: FakeModelServer, files: list[dict[str, str]]) -> str:
+    """judge_code's message for `files`, through a real judge-mcp; no model request was made."""
+    from tests.mcp_helpers import error_of
+    from tests.test_text_tools_as_used import judge_mcp
+
+    fake_server.respond_with(lambda rec: Scripted(text=json.dumps(VERDICT)))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        said = await error_of(c, "judge_code", spec="cart totals", files=files)
+    assert fake_server.requests == []
+    return said
+
+
+@pytest.mark.e2e
+async def test_files_where_one_path_needs_another_to_be_a_directory_are_the_callers_error(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before: an internal error (FileExistsError) with an incident id, "not a problem with your input".
+    said = await files_refusal(tmp_path, fake_server, [{"path": "shop", "content": "x = 1\n"},
+                                                       {"path": "shop/cart.py", "content": CART}])
+    assert said.endswith("files[1].path 'shop/cart.py' cannot be written: another entry of files is a file where "
+                         "this path needs a directory (or the reverse), e.g. 'app' and 'app/main.py'; use paths like "
+                         "a project's, e.g. 'src/app.py' and 'tests/test_app.py'")
+
+
+@pytest.mark.e2e
+async def test_a_file_name_too_long_for_the_file_system_is_the_callers_error_shown_cut(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before: an internal error (OSError: File name too long) echoing the whole name.
+    said = await files_refusal(tmp_path, fake_server, [{"path": "a" * 300 + ".py", "content": CART}])
+    assert said.endswith(f"files[0].path '{'a' * 60}…(303 characters)' cannot be written: File name too long; use "
+                         "paths like a project's, e.g. 'src/app.py' and 'tests/test_app.py'")
+
+
+@pytest.mark.e2e
+async def test_a_path_given_twice_in_files_is_refused_naming_both_entries(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before: the second silently replaced the first and the gates judged a file the caller may not have meant.
+    said = await files_refusal(tmp_path, fake_server, [{"path": "shop/cart.py", "content": CART},
+                                                       {"path": "shop//cart.py", "content": "x = 1\n"}])
+    assert said.endswith("files[1].path 'shop//cart.py' names the same file as files[0]; give each file once")
+
+
+@pytest.mark.e2e
+async def test_files_beyond_the_project_file_cap_are_refused_like_a_copied_root(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before: 20,000 files were written to the server's disk and copied into the sandbox; a root stops at 5,000.
+    said = await files_refusal(tmp_path, fake_server, [{"path": f"m{i}.py", "content": "x = 1\n"}
+                                                       for i in range(5001)])
+    assert said.endswith("files: 5001 files; the limit is 5000 (as for a project copied from root). Give the files "
+                         "the spec concerns, e.g. the module and its tests")

@@ -80,3 +80,39 @@ def test_uploading_the_same_bytes_under_the_same_name_says_so_too(server: StdioS
     again = server.call("upload_guideline", {"agent_id": agent, "filename": "a.md", "text": "Keep margins wide."})
     assert again.structured_content["note"].startswith(
         "duplicate: these exact bytes were already uploaded to this agent under the same name (document ")
+
+
+def billion_laughs_docx() -> bytes:
+    """A DOCX whose document.xml declares nine levels of entities, each ten of the one before (10^10 characters),
+    and uses the last: 2 KB on disk."""
+    import zipfile
+
+    from tests.documents import docx, package
+
+    plain = zipfile.ZipFile(io.BytesIO(docx(["LAUGH"])))
+    parts = {name: plain.read(name).decode() for name in plain.namelist()}
+    levels = '<!ENTITY a "aaaaaaaaaa">' + "".join(
+        f'<!ENTITY {chr(98 + i)} "{("&" + chr(97 + i) + ";") * 10}">' for i in range(9))
+    head, _, body = parts["word/document.xml"].partition("?>")
+    parts["word/document.xml"] = f"{head}?><!DOCTYPE w:document [{levels}]>{body.replace('LAUGH', '&j;')}"
+    return package(parts)
+
+
+def test_a_docx_declaring_entities_is_refused_before_parsing_naming_the_part(server: StdioSession) -> None:
+    # Before: expat expanded the entities for ~6 s of a parse worker before its amplification limit stopped it.
+    agent = new_agent(server)
+    uploaded = server.call("upload_guideline", {"agent_id": agent, "filename": "laughs.docx", "content_base64":
+                                                base64.b64encode(billion_laughs_docx()).decode()})
+    assert uploaded.is_error and uploaded.structured_content["error"] == (
+        "the DOCX's word/document.xml declares a DTD (<!DOCTYPE …>), which Word never writes and Office Open XML "
+        "forbids (entity bombs hide there); save the document again from Word or LibreOffice and upload that")
+
+
+def test_a_filename_longer_than_file_systems_allow_is_refused_and_nothing_is_stored(server: StdioSession) -> None:
+    # Before: every chunk kept the name: a 200 KB filename on a 0.1 MB text added 86 MB to the data home.
+    agent = new_agent(server)
+    uploaded = server.call("upload_guideline", {"agent_id": agent, "filename": "f" * 253 + ".md",
+                                                "text": "Keep the margins wide."})
+    assert uploaded.is_error and uploaded.content[0].text.endswith(
+        "filename is 256 characters; at most 255 (as file systems allow), e.g. 'brand-guide.pdf'")
+    assert server.call("list_guidelines", {"agent_id": agent}).structured_content["documents"] == []

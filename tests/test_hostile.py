@@ -371,6 +371,72 @@ def edit_op(path: str, find: str, replace: str) -> dict[str, Any]:
     return {"kind": "edit", "path": path, "find": find, "replace": replace}
 
 
+async def concurrent_edits(client: Any, file: Path, roots: list[Path], rounds: int) -> list[tuple[list[int], list[int]]]:
+    """`rounds` times: len(roots) apply_patch calls at once, the i-th through roots[i] editing its own line of
+    `file`; per round (the calls that said applied, the edits the file holds)."""
+    seen = []
+    for _ in range(rounds):
+        file.write_text("".join(f"x{i} = 0\n" for i in range(100)))
+        applied: list[int] = []
+
+        async def edit(i: int, applied: list[int]) -> None:
+            patch = {"ops": [{"kind": "edit", "path": file.relative_to(roots[i]).as_posix(), "find": f"x{i} = 0\n",
+                              "replace": f"x{i} = 1\n"}]}
+            result = await client.call_tool("apply_patch", {"patch": patch, "root": str(roots[i])})
+            if not result.is_error and result.structured_content["applied"]:
+                applied.append(i)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(len(roots)):
+                tg.start_soon(edit, i, applied)
+        text = file.read_text()
+        seen.append((sorted(applied), [i for i in range(len(roots)) if f"x{i} = 1\n" in text]))
+    return seen
+
+
+async def test_concurrent_apply_patch_calls_on_one_file_each_keep_their_edit(tmp_path: Path) -> None:
+    # Before, four applies at once each said applied, and the file kept one or two of the four edits.
+    project = tmp_path / "project"
+    project.mkdir()
+    async with stdio_client(tmp_path / "home", JUDGE_MCP_ALLOWED_ROOTS=str(project)) as client:
+        seen = await concurrent_edits(client, project / "a.py", [project] * 4, rounds=3)
+    assert seen == [([0, 1, 2, 3], [0, 1, 2, 3])] * 3
+
+
+async def test_applies_through_nested_roots_on_one_file_never_lose_an_edit_they_report(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    roots = [project, project / "sub", project, project / "sub"]
+    async with stdio_client(tmp_path / "home", JUDGE_MCP_ALLOWED_ROOTS=str(project)) as client:
+        seen = await concurrent_edits(client, project / "sub" / "a.py", roots, rounds=3)
+    assert [applied == held for applied, held in seen] == [True] * 3
+
+
+async def test_apply_patch_through_a_file_says_it_is_a_file_and_changes_nothing(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "app.py").write_text("x = 1\n")
+    async with stdio_client(tmp_path / "home", JUDGE_MCP_ALLOWED_ROOTS=str(project)) as client:
+        result = await client.call_tool("apply_patch", {"root": str(project), "patch": {"ops": [
+            {"kind": "remove", "path": "app.py"}, {"kind": "add", "path": "app.py/__init__.py", "content": "x = 1\n"}]}})
+    assert result.structured_content["errors"] == [
+        "op 1 (add app.py/__init__.py): app.py is a file, not a directory, so nothing lies inside it (one patch "
+        "cannot replace a file by a directory)"]
+    assert snapshot(project) == {"app.py": b"x = 1\n"}
+
+
+async def test_apply_patch_adding_a_path_ending_in_a_slash_is_refused_and_creates_nothing(tmp_path: Path) -> None:
+    # Before: "add notes/" wrote a regular file named notes, and said applied.
+    project = tmp_path / "project"
+    project.mkdir()
+    async with stdio_client(tmp_path / "home", JUDGE_MCP_ALLOWED_ROOTS=str(project)) as client:
+        result = await client.call_tool("apply_patch", {"root": str(project), "patch": {"ops": [
+            {"kind": "add", "path": "notes/", "content": "remember\n"}]}})
+    assert result.structured_content["errors"] == [
+        "op 0 (add notes/): path 'notes/' names a directory; name a file in it, e.g. notes/notes.md"]
+    assert snapshot(project) == {}
+
+
 async def test_apply_patch_keeps_each_files_mode_and_new_files_follow_the_umask(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()

@@ -105,6 +105,7 @@ def test_shape_only_without_root_is_ok_for_a_good_patch() -> None:
         ("src/../../x", "must not contain '..'"),
         ("a\x00b", "without NUL bytes"),
         (".git/config", "must not point into .git"),
+        ("notes/", "path 'notes/' names a directory; name a file in it, e.g. notes/notes.md"),
     ],
 )
 def test_unsafe_paths_are_refused(root: Path, path: str, message: str) -> None:
@@ -119,6 +120,14 @@ def test_symlink_leaving_the_root_is_refused_for_a_new_file(root: Path, tmp_path
     (error,) = errors_of({"ops": [{"kind": "add", "path": "link/new.py", "content": "x"}]}, root)
     assert "resolves outside the root" in error
     assert list(outside.iterdir()) == []
+
+
+def test_a_path_through_a_file_is_the_callers_error_not_a_race(root: Path) -> None:
+    # Before: "f.txt changed while it was being used (a directory replaced by a symlink?) ... try again".
+    (root / "f.txt").write_text("a\n")
+    (error,) = errors_of({"ops": [{"kind": "add", "path": "f.txt/new.py", "content": "x"}]}, root)
+    assert error == ("op 0 (add f.txt/new.py): f.txt is a file, not a directory, so nothing lies inside it (one "
+                     "patch cannot replace a file by a directory)")
 
 
 def test_sibling_prefix_escape_through_symlink_is_refused(root: Path) -> None:

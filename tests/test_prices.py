@@ -35,15 +35,22 @@ def test_an_operators_price_of_a_model_covers_its_listed_snapshots() -> None:
     assert price_of(prices, "openai:gpt-4o-2024-08-06") == Price(input=1.0, output=4.0)
 
 
-def test_the_estimate_counts_a_token_per_three_bytes_and_all_of_max_tokens() -> None:
-    request = ModelRequest(system="s" * 30, messages=[Message.user("é" * 150)], max_tokens=1000)  # 30 + 300 bytes
-    assert estimated_input_tokens(request) == 110 + 2 * MESSAGE_TOKENS
-    assert estimated_cost(Price(input=2.0, output=10.0), request) == round(((110 + 16) * 2 + 1000 * 10) / 1e6, 8)
+def test_the_estimate_counts_ascii_at_a_token_per_three_bytes_any_other_byte_a_token_and_all_of_max_tokens() -> None:
+    request = ModelRequest(system="s" * 30, messages=[Message.user("a" * 30 + "é" * 150)], max_tokens=1000)
+    assert estimated_input_tokens(request) == 10 + 10 + 300 + 2 * MESSAGE_TOKENS  # 60 ASCII bytes, 300 others
+    assert estimated_cost(Price(input=2.0, output=10.0), request) == round(((320 + 16) * 2 + 1000 * 10) / 1e6, 8)
 
 
 def test_the_estimate_counts_an_image_at_the_most_a_vendor_counts() -> None:
     request = ModelRequest(messages=[Message.user(ImagePart(media_type="image/png", data_base64="AAAA"))])
     assert estimated_input_tokens(request) == IMAGE_TOKENS + 2 * MESSAGE_TOKENS
+
+
+def test_an_image_on_an_openai_model_that_counts_images_otherwise_is_estimated_at_its_most() -> None:
+    request = ModelRequest(messages=[Message.user(ImagePart(media_type="image/png", data_base64="AAAA"))])
+    assert [estimated_input_tokens(request, m) - 2 * MESSAGE_TOKENS for m in (
+        "openai:gpt-4o-mini-2024-07-18", "openai:gpt-4.1-nano", "gpt-4.1-mini", "anthropic:claude-sonnet-4-5")] == [
+        48_169, 3_779, 2_489, IMAGE_TOKENS]
 
 
 def test_a_full_model_string_overrides_the_name() -> None:

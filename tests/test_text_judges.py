@@ -69,6 +69,15 @@ def test_reference_match(text: str, reference: str, expected: str | None) -> Non
     assert reference_match(text, reference) == expected
 
 
+@pytest.mark.parametrize(("text", "reference"), [
+    ("-5", "5"), ("1.0", "10"), ("3/4", "34"), ("x-y", "x+y"), ("C++", "C#"), ("5%", "5"), ("$5", "5"), ("1,5", "15"),
+])
+def test_texts_differing_in_a_sign_operator_or_mark_beside_a_digit_are_left_to_the_model(text: str,
+                                                                                          reference: str) -> None:
+    # Before: each pair was "equivalent" by normalised match (the SQuAD normalisation drops every punctuation mark).
+    assert reference_match(text, reference) is None
+
+
 # --- games and ratings ----------------------------------------------------------------------
 
 @pytest.mark.parametrize(("method", "n", "calls"), [("round_robin", 5, 20), ("tournament", 5, 8), ("score", 5, 5),

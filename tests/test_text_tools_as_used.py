@@ -113,6 +113,15 @@ async def test_compare_to_reference_through_the_model_and_without_it(tmp_path: P
     assert (judged["verdict"], judged["wrong"], judged["usage"]["requests"]) == ("incorrect", ["the city"], 1)
 
 
+async def test_compare_to_reference_asks_the_model_when_only_a_sign_differs(tmp_path: Path,
+                                                                            fake_server: FakeModelServer) -> None:
+    # Before: "-5" against "5" was "equivalent" by normalised match, without a model call.
+    fake_server.respond_with(answer(lambda t: '{"verdict": "incorrect", "missing": [], "wrong": ["the sign"]}'))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        judged = await call(c, "compare_to_reference", text="-5", reference="5", instruction="What is 2 + 3?")
+    assert (judged["verdict"], judged["decided_by"], len(fake_server.requests)) == ("incorrect", "model", 1)
+
+
 async def test_compare_to_reference_with_an_unreadable_judge_gives_no_verdict(
         tmp_path: Path, fake_server: FakeModelServer) -> None:
     fake_server.respond_with(answer(lambda t: "Close enough, I suppose."))
@@ -236,6 +245,18 @@ async def test_evaluate_trajectory_checks_first_then_judges(tmp_path: Path, fake
     assert "expected_tools_used: FAILED (never called: pay)" in fake_server.requests[0].text()
 
 
+async def test_evaluate_trajectory_cuts_a_steps_huge_arguments_in_the_prompt_like_its_result(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before: a step's 1 MB of arguments reached the model's prompt whole (only results were cut at 4,000).
+    fake_server.respond_with(answer(lambda t: '{"goal_reached": true, "unnecessary_steps": [], '
+                                              '"ignored_failures": [], "score": 5, "reasoning": "done"}'))
+    steps = [{"tool": "search", "arguments": {"q": "x" * 1_000_000}, "result": "found"}]
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        await call(c, "evaluate_trajectory", goal="Find it", steps=steps)
+    sent = fake_server.requests[0].text()
+    assert '{"q": "' + "x" * 3993 + "… [996009 more characters]" in sent and "x" * 4000 not in sent
+
+
 async def test_evaluate_trajectory_with_an_unreadable_judge_keeps_the_checks(tmp_path: Path,
                                                                              fake_server: FakeModelServer) -> None:
     fake_server.respond_with(answer(lambda t: json.dumps({"goal": "maybe"})))
@@ -271,3 +292,40 @@ async def test_evaluate_image_with_one_judge_of_two_failing_is_a_result_counting
         result = await call(c, "evaluate_image", brief="A red square", images=[RED],
                             agent_ids=[good["id"], bad["id"]])
     assert [(r["judges_scored"], r["judges_failed"]) for r in result["ranking"]] == [(1, 1)]
+
+
+async def test_score_text_refuses_more_criteria_than_one_call_scores_before_any_request(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before, 300 criteria sent 300 model requests from one call (rank_texts' plan is bounded; this was not).
+    fake_server.respond_with(answer(lambda t: '{"reasoning": "ok", "score": 3}'))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        said = await error_of(c, "score_text", text="Hi", criteria=[
+            {"name": f"c{i}", "description": "Is it clear?"} for i in range(21)])
+    assert said.endswith("criteria: 21 criteria; one call scores at most 20 (each is a model call). Split them "
+                         "over several calls, e.g. the first 20, then the rest")
+    assert fake_server.requests == []
+
+
+async def test_score_text_refuses_a_scale_whose_width_would_overflow(tmp_path: Path,
+                                                                      fake_server: FakeModelServer) -> None:
+    # Before, a score of 3 on the scale -1e308..1e308 was normalised to 0.0 (the width overflowed to inf).
+    fake_server.respond_with(answer(lambda t: '{"reasoning": "ok", "score": 3}'))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        said = await error_of(c, "score_text", text="Hi", criteria=[
+            {"name": "tone", "description": "Is it polite?", "scale": {"min": -1e308, "max": 1e308}}])
+    assert said.endswith('criteria[tone].scale: min and max lie within ±1e+12 (got -1e+308–1e+308), '
+                         'e.g. {"min": 1, "max": 5}')
+    assert fake_server.requests == []
+
+
+async def test_score_text_refuses_weights_whose_sum_would_overflow(tmp_path: Path,
+                                                                    fake_server: FakeModelServer) -> None:
+    # Before, two criteria weighted 1e308 both scored and the total came back null (NaN), as if none had.
+    fake_server.respond_with(answer(lambda t: '{"reasoning": "ok", "score": 3}'))
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        said = await error_of(c, "score_text", text="Hi", criteria=[
+            {"name": "tone", "description": "Is it polite?", "weight": 1e308},
+            {"name": "clarity", "description": "Is it clear?", "weight": 1e308}])
+    assert said.endswith("criteria[tone].weight: at most 1e+12 (got 1e+308); weights count relative to each "
+                         "other, e.g. 1 and 2")
+    assert fake_server.requests == []

@@ -23,3 +23,9 @@ def test_base64_content_one_byte_over_the_limit_is_refused(size: int) -> None:
     payload = base64.b64encode(b"x" * (size + 1)).decode()
     with pytest.raises(InputError, match=f"content_base64 decodes to more than the {size} bytes allowed"):
         read_source(path=None, content_base64=payload, text=None, filename=None, allowed_roots=[], max_bytes=size)
+
+
+def test_a_filename_of_255_characters_is_accepted() -> None:
+    _, name = read_source(path=None, content_base64=None, text="Keep margins wide.", filename="f" * 252 + ".md",
+                          allowed_roots=[], max_bytes=100)
+    assert len(name) == 255

@@ -106,12 +106,29 @@ def sandbox_from(root: str | Path | None, files: Sequence[SourceFile] | None, al
             raise
         return box
     assert files is not None
+    limits = settings or GateSettings()
+    if len(files) > limits.max_files:  # the limit of a project copied from a root
+        raise InputError(f"files: {len(files)} files; the limit is {limits.max_files} (as for a project copied "
+                         "from root). Give the files the spec concerns, e.g. the module and its tests")
     box = Path(tempfile.mkdtemp(prefix="judge-gates-")).resolve()
     try:
-        for f in files:
+        written: dict[Path, int] = {}
+        for i, f in enumerate(files):
             target = resolve_relative(f.path, box)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(f.content, encoding="utf-8")
+            if target in written:
+                raise InputError(f"files[{i}].path {f.path!r} names the same file as files[{written[target]}]; "
+                                 "give each file once")
+            written[target] = i
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(f.content, encoding="utf-8")
+            except OSError as exc:  # the caller's path: a file where a directory must be, a name too long
+                clash = isinstance(exc, (FileExistsError, NotADirectoryError, IsADirectoryError))
+                reason = ("another entry of files is a file where this path needs a directory (or the reverse), "
+                          "e.g. 'app' and 'app/main.py'" if clash else exc.strerror or type(exc).__name__)
+                shown = f.path if len(f.path) <= 80 else f"{f.path[:60]}…({len(f.path)} characters)"
+                raise InputError(f"files[{i}].path {shown!r} cannot be written: {reason}; use paths like a "
+                                 "project's, e.g. 'src/app.py' and 'tests/test_app.py'") from None
     except BaseException:
         shutil.rmtree(box, ignore_errors=True)
         raise

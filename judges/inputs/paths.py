@@ -118,6 +118,9 @@ def resolve_relative(rel: str, root: Path) -> Path:
     parts = rel.replace("\\", "/").split("/")
     if ".." in parts:
         raise InputError(f"path {rel!r} must not contain '..'")
+    if parts[-1] in ("", "."):  # `notes/` named a directory; it was written as a file called notes
+        raise InputError(f"path {rel!r} names a directory; name a file in it, e.g. "
+                         f"{'/'.join(p for p in parts if p not in ('', '.')) or 'docs'}/notes.md")
     try:
         real = Path(os.path.realpath(root / rel))
     except OSError:  # a component vanished or changed while it was being resolved
@@ -158,6 +161,13 @@ def open_dir(real: Path) -> int:
     except BaseException:
         os.close(fd)
         raise
+
+
+def _is_regular_file(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def open_file(dir_fd: int, name: str) -> int:
@@ -228,6 +238,9 @@ class Tree:
                 made.append(parts)
             fd = os.open(parts[-1], _DIR_FLAGS, dir_fd=parent)
         except OSError:
+            if _is_regular_file(parent, parts[-1]):  # the caller's path runs through a file: not a race, no retry
+                raise InputError(f"{'/'.join(parts)} is a file, not a directory, so nothing lies inside it (one "
+                                 "patch cannot replace a file by a directory)") from None
             raise _moved("/".join(parts)) from None
         self._dirs[parts] = fd
         return fd

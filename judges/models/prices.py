@@ -83,32 +83,59 @@ def cost_of(prices: Mapping[str, Price], model: str, usage: Usage) -> float | No
     return round((usage.input_tokens * price.input + usage.output_tokens * price.output) / 1_000_000, 8)
 
 
-# An image costs at most ~1,600 input tokens on the vendors' own counts (Anthropic: width × height / 750 after
-# resizing to ≤1.15 MP; OpenAI: 85 + 170 a 512-px tile, ≤1,105 at high detail).
+# An image costs at most ~1,600 input tokens on most vendors' counts (Anthropic: width × height / 750 after resizing
+# to ≤1.15 MP; OpenAI's tile models: 85 + 170 a 512-px tile, ≤1,445 at high detail, 8 tiles).
 IMAGE_TOKENS = 1_600
+# OpenAI's models that count an image otherwise, at their most (an image of the largest side we send, 2048 px):
+# patch models bill up to 1,536 32-px patches times the model's multiplier (1.62, 2.46, 1.72); gpt-4o-mini bills
+# 2,833 + 5,667 a tile (8 tiles at most). Counted at 1,600 they were billed up to 30 times their estimate.
+MODEL_IMAGE_TOKENS: dict[str, int] = {
+    "gpt-4.1-mini": 2_489, "gpt-5-mini": 2_489, "gpt-4.1-nano": 3_779, "gpt-5-nano": 3_779, "o4-mini": 2_642,
+    "gpt-4o-mini": 2_833 + 8 * 5_667,
+}
 MESSAGE_TOKENS = 8  # each message's own framing (role, separators)
 
 
-def estimated_input_tokens(request: ModelRequest) -> int:
-    """At least as many input tokens as the request will likely count: one per 3 UTF-8 bytes of its text (English
-    runs ~4 characters a token, code ~3, CJK one a character, i.e. 3 bytes), the structured-output schema included,
-    IMAGE_TOKENS an image and MESSAGE_TOKENS a message."""
-    text_bytes = len((request.system or "").encode())
+def _text_tokens(text: str) -> int:
+    """At least as many tokens as `text` will likely count: ASCII at one per 3 bytes (English runs ~4 characters a
+    token, code ~3), every byte of any other character one token. Byte-level BPE (every vendor's tokenizer) splits a
+    character its vocabulary lacks (emoji, rare CJK, hieroglyphs) into its bytes: 4-byte characters counted at 3
+    bytes a token were a third of what was billed, and one request passed the budget by twice its estimate."""
+    utf8 = len(text.encode())
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    return math.ceil(ascii_chars / 3) + (utf8 - ascii_chars)
+
+
+def image_tokens(model: str | None) -> int:
+    """The most input tokens one image may count on `model` (its name, a listed snapshot, or a full model string)."""
+    name = (model or "").partition(":")[2] or (model or "")
+    for key in (name, SNAPSHOTS.get(name)):
+        if key is not None and key in MODEL_IMAGE_TOKENS:
+            return MODEL_IMAGE_TOKENS[key]
+    return IMAGE_TOKENS
+
+
+def estimated_input_tokens(request: ModelRequest, model: str | None = None) -> int:
+    """At least as many input tokens as the request will likely count on `model`: its text (the structured-output
+    schema included) by _text_tokens, image_tokens(model) an image and MESSAGE_TOKENS a message."""
+    texts = [request.system or ""]
     images = 0
     for message in request.messages:
         for part in message.content:
             if isinstance(part, ImagePart):
                 images += 1
             else:
-                text_bytes += len(part.text.encode())
+                texts.append(part.text)
     if request.json_schema is not None:
         import json
 
-        text_bytes += len(json.dumps(request.json_schema).encode())
-    return math.ceil(text_bytes / 3) + images * IMAGE_TOKENS + (len(request.messages) + 1) * MESSAGE_TOKENS
+        texts.append(json.dumps(request.json_schema))
+    return (sum(_text_tokens(t) for t in texts) + images * image_tokens(model)
+            + (len(request.messages) + 1) * MESSAGE_TOKENS)
 
 
-def estimated_cost(price: Price, request: ModelRequest) -> float:
-    """The most `request` is expected to cost at `price`: its estimated input tokens and all of max_tokens out."""
-    usage = Usage(input_tokens=estimated_input_tokens(request), output_tokens=request.max_tokens)
+def estimated_cost(price: Price, request: ModelRequest, model: str | None = None) -> float:
+    """The most `request` is expected to cost at `price` on `model`: its estimated input tokens and all of
+    max_tokens out."""
+    usage = Usage(input_tokens=estimated_input_tokens(request, model), output_tokens=request.max_tokens)
     return round((usage.input_tokens * price.input + usage.output_tokens * price.output) / 1_000_000, 8)

@@ -30,6 +30,7 @@ import os
 import re
 import secrets
 import stat
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ _SHA = re.compile(r"^[0-9a-f]{64}$")
 MAX_JOURNAL_BYTES = 1024 * 1024
 MAX_ENTRIES = 5_000  # a patch has at most a few hundred files; a journal naming more is not ours
 MAX_FILE_BYTES = 5 * 1024 * 1024 + 16  # what a patch may touch (ops.MAX_FILE_BYTES), plus a BOM
+TURN_WAIT_S = 30.0  # how long an apply waits for another apply on the same directory before giving up
 
 
 def temp_name(name: str, kind: str) -> str:
@@ -138,6 +140,26 @@ def _digest(value: Any) -> str | None:
 
 
 # --- the apply's side ---------------------------------------------------------------------------------
+
+
+def take_turn(fd: int, what: str, wait_s: float = TURN_WAIT_S) -> None:
+    """An exclusive flock on the directory `fd`, held until the fd is closed: applies on one directory (through
+    one root, nested roots or several server processes) take turns, so none writes over a file another has
+    changed since it read it. After `wait_s` an InputError (nothing was changed). Called from worker threads."""
+    if fcntl is None:  # pragma: no cover - Windows: no flock
+        return
+    deadline = time.monotonic() + wait_s
+    pause = 0.005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise InputError(f"another apply_patch has been changing {what} for over {wait_s:g} s; nothing "
+                                 "was changed, try again") from None
+            time.sleep(pause)
+            pause = min(0.1, pause * 2)
 
 
 class Journal:

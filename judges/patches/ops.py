@@ -525,6 +525,8 @@ def apply_patch(patch: Any, root: Path, *, dry_run: bool = False, limits: PatchL
     if errors:
         return ApplyReport(applied=False, errors=errors, warnings=warnings, dry_run=dry_run)
     with Tree(root) as tree:
+        if not dry_run:  # applies on this root take turns: each reads the tree another left, never a tree mid-write
+            journal.take_turn(tree.fd, str(root))
         # An apply that a crash interrupted here is finished or undone first: the patch meets a whole tree.
         recovered = journal.recover(tree) if not dry_run else journal.Recovered()
         warnings += recovered.notes
@@ -577,6 +579,18 @@ def clean_leftovers(tree: Tree, max_entries: int = 50_000, keep: set[str] | froz
 def _commit(changed: list[FileState], tree: Tree, register: Path | None) -> None:
     """Write through temp files and renames inside directory fds, under a journal (journal.py): all or nothing,
     across a crash too."""
+    # An apply through another root (nested in this one, or holding it) writes the same directories: each changed
+    # file's nearest existing directory is held too (in one order), so the check below stays true until the renames.
+    held: set[tuple[str, ...]] = set()
+    for s in changed:
+        parts = s.parts[:-1]
+        while parts and tree.dir(parts) is None:
+            parts = parts[:-1]
+        held.add(parts)
+    for parts in sorted(held):
+        fd = tree.dir(parts)
+        assert fd is not None
+        journal.take_turn(fd, "/".join(parts) or str(tree.root))
     for s in changed:  # the tree must still be as we read it
         now = _read_current(tree, s.parts)
         if (now[0] if now else None) != s.original:

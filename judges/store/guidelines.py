@@ -134,12 +134,19 @@ class IngestSettings:
     lease_s: float = 15.0  # a pending upload's lease (a shared database): judges/store/leases.py
 
 
+MAX_FILENAME_CHARS = 255
+
+
 def read_source(*, path: str | None, content_base64: str | None, text: str | None, filename: str | None,
                 allowed_roots: Sequence[Path], max_bytes: int) -> tuple[bytes, str]:
     """The uploaded bytes and a filename, from exactly one of a path, base64 content or text."""
     given = [n for n, v in (("path", path), ("content_base64", content_base64), ("text", text)) if v is not None]
     if len(given) != 1:
         raise InputError(f"give exactly one of path, content_base64 or text (got {', '.join(given) or 'none'})")
+    if filename is not None and len(filename) > MAX_FILENAME_CHARS:
+        # Every chunk keeps its document's filename: a 200 KB name on a 0.1 MB text added 86 MB to the data home.
+        raise InputError(f"filename is {len(filename):,} characters; at most {MAX_FILENAME_CHARS} (as file systems "
+                         "allow), e.g. 'brand-guide.pdf'")
     too_big = f"more than the {max_bytes} bytes allowed (JUDGE_MCP_MAX_UPLOAD_BYTES)"
     if path is not None:
         real = resolve_file(path, allowed_roots)

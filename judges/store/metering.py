@@ -159,7 +159,7 @@ class MeteredClient:
         if self.price is None:
             return None
         metering = self.metering
-        amount = estimated_cost(self.price, request)
+        amount = estimated_cost(self.price, request, self.model_id)
         give_up = time.monotonic() + metering.reservation_ttl_s
         pause = 0.02
         while True:

@@ -77,12 +77,23 @@ def normalise_answer(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
+# Marks the SQuAD normalisation drops that change what an answer says: signs and operators (-5 / 5, x-y / x+y,
+# C++ / C#, 5% / 5) and any mark beside a digit (1.0 / 10, 3/4 / 34, 1,5 / 15). Texts whose marks differ are not
+# a normalised match: the model judges them.
+_MEANINGFUL = re.compile(r"[+\-*/^%$#=<>&|~@°§€£¥]|(?<=\d)[^\w\s]|[^\w\s](?=\d)")
+
+
+def _marks(text: str) -> list[str]:
+    return _MEANINGFUL.findall(unicodedata.normalize("NFKC", text))
+
+
 def reference_match(text: str, reference: str) -> str | None:
     """"exact" when the texts are equal after trimming, "normalised" when their normalised forms are
-    equal and not empty, otherwise None (a model must judge)."""
+    equal and not empty and they carry the same signs, operators and marks beside digits, otherwise None (a
+    model must judge)."""
     if text.strip() == reference.strip():
         return "exact"
     normal = normalise_answer(text)
-    if normal and normal == normalise_answer(reference):
+    if normal and normal == normalise_answer(reference) and _marks(text) == _marks(reference):
         return "normalised"
     return None

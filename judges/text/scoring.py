@@ -24,6 +24,12 @@ from judges.reading.verdicts import VerdictError, read_rating_on
 from .asking import ask
 
 BUILTIN_RUBRICS = ("correctness", "helpfulness", "faithfulness", "conciseness", "safety")
+# Criteria one call scores: each is a model call (two with g_eval), so one call's requests stay bounded, as
+# rank_texts' are by JUDGE_MCP_RANK_MAX_CALLS; a longer list is several rubrics, scored in several calls.
+MAX_CRITERIA = 20
+# Scale ends and weights lie within ±1e12: beyond, a scale's width or the total's sum of weights overflows to inf
+# (±1e308 are finite), and the normalised score or the total would be 0 or NaN, not what the judge said.
+MAX_MAGNITUDE = 1e12
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _\-]{0,63}$")
 
 
@@ -73,10 +79,19 @@ def resolve_criteria(rubric: str | Sequence[str] | None, criteria: Sequence[Crit
         found = [builtin_criterion(n) for n in names]
     if not found:
         raise InputError("criteria: give at least one criterion, e.g. rubric: \"helpfulness\"")
+    if len(found) > MAX_CRITERIA:
+        raise InputError(f"criteria: {len(found)} criteria; one call scores at most {MAX_CRITERIA} (each is a model "
+                         "call). Split them over several calls, e.g. the first 20, then the rest")
     names = [c.name for c in found]
     if len(set(names)) != len(names):
         raise InputError(f"criteria: names must be unique (got {names})")
     for c in found:
+        if not max(abs(c.scale.min), abs(c.scale.max)) <= MAX_MAGNITUDE:
+            raise InputError(f"criteria[{c.name}].scale: min and max lie within ±{MAX_MAGNITUDE:g} (got "
+                             f"{c.scale.min:g}–{c.scale.max:g}), e.g. {{\"min\": 1, \"max\": 5}}")
+        if not c.weight <= MAX_MAGNITUDE:
+            raise InputError(f"criteria[{c.name}].weight: at most {MAX_MAGNITUDE:g} (got {c.weight:g}); weights "
+                             "count relative to each other, e.g. 1 and 2")
         if not c.scale.min < c.scale.max:
             raise InputError(f"criteria[{c.name}].scale: min must be below max, e.g. {{\"min\": 1, \"max\": 5}}")
     if sum(c.weight for c in found) <= 0:

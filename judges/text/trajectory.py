@@ -160,15 +160,21 @@ def _findings(facts: TrajectoryFacts) -> list[str]:
     return [f"{c.name}: {'passed' if c.passed else 'FAILED'} ({c.detail})" for c in facts.checks]
 
 
-MAX_RESULT_CHARS = 4000  # per step in the prompt; longer results are cut and marked
+MAX_RESULT_CHARS = 4000  # per step's result, and its arguments, in the prompt; longer ones are cut and marked
+
+
+def _cut(text: str) -> str:
+    if len(text) > MAX_RESULT_CHARS:
+        return text[:MAX_RESULT_CHARS] + f"… [{len(text) - MAX_RESULT_CHARS} more characters]"
+    return text
 
 
 def _shown(step: Step) -> str:
     result = step.result if isinstance(step.result, str) else json.dumps(step.result, default=str, ensure_ascii=False)
-    if len(result) > MAX_RESULT_CHARS:
-        result = result[:MAX_RESULT_CHARS] + f"… [{len(result) - MAX_RESULT_CHARS} more characters]"
+    # The arguments are cut like the result: neither is bounded by the text limits (a step's arguments reached the
+    # prompt whole, megabytes of them).
     args = json.dumps(step.arguments, default=str, ensure_ascii=False)
-    return f"tool: {step.tool}\narguments: {args}\nresult: {result}"
+    return f"tool: {_cut(step.tool)}\narguments: {_cut(args)}\nresult: {_cut(result)}"
 
 
 async def evaluate_trajectory(call: JudgeCall, *, goal: str, steps: Sequence[Step],
