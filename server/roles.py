@@ -32,9 +32,6 @@ _UNDECLARED: dict[str, tuple[Role, Toolset]] = {
     **{name: ("member", "code") for name in ("judge_code", "propose_patch")},
     **{name: ("member", "patches") for name in ("validate_patch", "apply_patch")},
     "evaluate_analysis": ("member", "analysis"),
-    **{name: ("member", "calibration") for name in ("calibrate_judge", "get_calibration", "certify_judge")},
-    "align_judge": ("admin", "calibration"),  # keeps its revision as a new agent
-    **{name: ("member", "jobs") for name in ("get_job", "list_jobs", "cancel_job")},
 }
 
 
