@@ -30,7 +30,15 @@ from judges.calibration.certify import (
     default_pass_at,
 )
 from judges.calibration.chart import calibration_chart
-from judges.calibration.core import CalibrationReport, Contexts, JudgeEnv, JudgeSpec, calibrate, check_spec
+from judges.calibration.core import (
+    CalibrationReport,
+    Contexts,
+    JudgeEnv,
+    JudgeSpec,
+    calibrate,
+    check_human_scale,
+    check_spec,
+)
 from judges.calibration.dataset import Item, parse_dataset
 from judges.calibration.store import CalibrationStore
 from judges.call import JudgeCall
@@ -263,7 +271,12 @@ class CalibrateJudgeInput(BaseModel):
     @model_validator(mode="after")
     def _checked(self) -> CalibrateJudgeInput:
         _one_dataset(self.dataset, self.dataset_path)
+        check_human_scale(self.scale)  # refused now, not as a failed background job
         return self
+
+    @property
+    def scale(self) -> tuple[float, float] | None:
+        return None if self.human_scale is None else (self.human_scale.min, self.human_scale.max)
 
 
 @tool(role="member", toolset="calibration", annotations=STORES)
@@ -272,11 +285,10 @@ async def calibrate_judge(ctx: Context, args: CalibrateJudgeInput, client_roots:
     """Check how far to trust a judge, on human-labelled items: agreement (kappa; Spearman, Kendall), the humans' own as
     ceiling, position and length bias, confusion matrix, worst disagreements, chart. Stored."""
     app, org, items, spec, call, policy, contexts, _, _ = await _prepared(ctx, args, client_roots)
-    scale = None if args.human_scale is None else (args.human_scale.min, args.human_scale.max)
 
     async def work(progress: Progress) -> CalibrationReport:
         report = await calibrate(call, spec, items, policy=policy, retries=app.settings.pairwise_retries,
-                                 human_scale=scale, contexts=contexts, progress=progress)
+                                 human_scale=args.scale, contexts=contexts, progress=progress)
         return await app.store(CalibrationStore(app.db).save, org, report)
 
     return await run_or_background(ctx, "calibrate_judge", call, work, links=calibration_links)
