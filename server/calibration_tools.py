@@ -235,7 +235,6 @@ async def _prepared(ctx: Context, args: CalibrateJudgeInput | CertifyJudgeInput 
     return Prepared(app, org, items, spec, call, policy, contexts, agent, env)
 
 
-
 # calibrate_judge and align_judge store what they make (a calibration report; a new agent or prompt version).
 STORES = ToolAnnotations(read_only_hint=False, idempotent_hint=False, open_world_hint=True)
 
@@ -403,43 +402,47 @@ async def align_judge(ctx: Context, args: AlignJudgeInput, client_roots: ClientR
     human_pass = default_human_pass_at(items, spec) if args.human_pass_at is None else args.human_pass_at
     await anyio.to_thread.run_sync(split_items, items, spec, human_pass, args.seed, args.test_fraction)  # refused now
     given = None if args.prompt_id is None else args.prompt_id if "@" in args.prompt_id else f"{args.prompt_id}@v1"
+    text, scale, judged_prompt = _judged(agent, spec, given)
 
     async def work(progress: Progress) -> Alignment:
-        result = await align(call, *_judged_text(agent, spec), items, agent_id=args.agent_id, pass_at=judge_pass,
-                             human_pass_at=human_pass, judge=args.judge, prompt_id=given if agent is not None else spec.prompt_id,
-                             seed=args.seed, test_fraction=args.test_fraction, candidates=args.candidates,
-                             policy=policy, retries=app.settings.pairwise_retries, contexts=contexts,
-                             progress=progress)
-        result.prompt_id = given
-        if result.kept and result.instructions is not None:
-            await _keep(app, org, agent, spec, result)
-        return result
+        result = await align(call, text, scale, items, agent_id=args.agent_id, pass_at=judge_pass,
+                             human_pass_at=human_pass, judge=args.judge, prompt_id=judged_prompt, seed=args.seed,
+                             test_fraction=args.test_fraction, candidates=args.candidates, policy=policy,
+                             retries=app.settings.pairwise_retries, contexts=contexts, progress=progress)
+        return await _kept(app, org, agent, spec, given, result)
 
     return await run_or_background(ctx, "align_judge", call, work)
 
 
-def _judged_text(agent: Agent | None, spec: JudgeSpec) -> tuple[str, tuple[float, float]]:
-    """The text align_judge revises and its scale: an agent's prompt (an organization's prompt version keeps its
-    rules first, in compare); a prompt asset: its rules (none for a shipped asset), before the asset it builds on."""
+def _judged(agent: Agent | None, spec: JudgeSpec, given: str | None
+            ) -> tuple[str, tuple[float, float], str | None]:
+    """What align_judge revises, its scale and the prompt it judges with: an agent's prompt (an organization's prompt
+    version keeps its rules first, in compare); a prompt asset: its rules (none for a shipped asset), before the
+    shipped asset it builds on."""
     if agent is not None:
-        return agent.system_prompt, (agent.score_scale.min, agent.score_scale.max)
-    return spec.rules or "", (0.0, 100.0)
+        return agent.system_prompt, (agent.score_scale.min, agent.score_scale.max), given
+    return spec.rules or "", (0.0, 100.0), spec.prompt_id
 
 
-async def _keep(app: Any, org: str, agent: Agent | None, spec: JudgeSpec, result: Alignment) -> None:
-    """A kept revision: a new prompt version of the asset, or a new agent like the one revised."""
-    assert result.instructions is not None
+async def _kept(app: Any, org: str, agent: Agent | None, spec: JudgeSpec, given: str | None,
+                result: Alignment) -> Alignment:
+    """The alignment, its revision kept when it won: a new prompt version of the asset, or a new agent like the one
+    revised."""
+    result.prompt_id = given
+    if not result.kept or result.instructions is None:
+        return result
     if agent is None:
         assert spec.prompt_id is not None
         version = await app.store(PromptVersions(app.db).save, org, spec.prompt_id, result.instructions)
         result.new_prompt_id = version.id
-        return
+        return result
     kept = await app.store(app.agents.create, org, name=f"{agent.name} (aligned)"[:100],
                            system_prompt=result.instructions, evaluation_categories=agent.evaluation_categories,
                            scoring_weight=agent.scoring_weight, optimization_weight=agent.optimization_weight,
                            rag_config=agent.rag_config, model=agent.model, score_scale=agent.score_scale,
                            models=agent.models)
     result.new_agent_id = kept.id
+    return result
 
 
 TOOLS = (calibrate_judge, get_calibration, certify_judge, align_judge)
