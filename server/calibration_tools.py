@@ -17,8 +17,7 @@ from judges.calibration.align import (
     Alignment,
     agent_criterion,
     align,
-    check_align,
-    split_items,
+    checked_alignment,
 )
 from judges.calibration.certify import (
     DEFAULT_THRESHOLD,
@@ -26,8 +25,6 @@ from judges.calibration.certify import (
     certify,
     check_pass_at,
     check_verdicts,
-    default_human_pass_at,
-    default_pass_at,
 )
 from judges.calibration.chart import calibration_chart
 from judges.calibration.core import (
@@ -396,11 +393,9 @@ async def align_judge(ctx: Context, args: AlignJudgeInput, client_roots: ClientR
     rules) or a pairwise prompt_id's rules; kept as a new agent or prompt version only if significantly better on
     held-out items. Other arguments as in certify_judge."""
     app, org, items, spec, call, policy, contexts, agent, _ = await _prepared(ctx, args, client_roots)
-    check_align(items, args.test_fraction, args.candidates)
-    check_pass_at(spec, args.pass_at)
-    judge_pass = default_pass_at(spec) if args.pass_at is None else args.pass_at
-    human_pass = default_human_pass_at(items, spec) if args.human_pass_at is None else args.human_pass_at
-    await anyio.to_thread.run_sync(split_items, items, spec, human_pass, args.seed, args.test_fraction)  # refused now
+    judge_pass, human_pass = await anyio.to_thread.run_sync(lambda: checked_alignment(  # refused now, not as a job
+        items, spec, pass_at=args.pass_at, human_pass_at=args.human_pass_at, seed=args.seed,
+        test_fraction=args.test_fraction, candidates=args.candidates))
     given = None if args.prompt_id is None else args.prompt_id if "@" in args.prompt_id else f"{args.prompt_id}@v1"
     text, scale, judged_prompt = _judged(agent, spec, given)
 
