@@ -7,9 +7,9 @@ import json
 from typing import Annotated, Any, Literal, NamedTuple
 
 import anyio.to_thread
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ResourceLink, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from judges.analysis.judge import BUILTIN, load_category
 from judges.calibration.align import (
@@ -17,8 +17,7 @@ from judges.calibration.align import (
     Alignment,
     agent_criterion,
     align,
-    check_align,
-    split_items,
+    checked_alignment,
 )
 from judges.calibration.certify import (
     DEFAULT_THRESHOLD,
@@ -26,12 +25,18 @@ from judges.calibration.certify import (
     certify,
     check_pass_at,
     check_verdicts,
-    default_human_pass_at,
-    default_pass_at,
 )
 from judges.calibration.chart import calibration_chart
-from judges.calibration.core import CalibrationReport, Contexts, JudgeEnv, JudgeSpec, calibrate, check_spec
-from judges.calibration.dataset import Item, JudgeName, parse_dataset
+from judges.calibration.core import (
+    CalibrationReport,
+    Contexts,
+    JudgeEnv,
+    JudgeSpec,
+    calibrate,
+    check_human_scale,
+    check_spec,
+)
+from judges.calibration.dataset import Item, parse_dataset
 from judges.calibration.store import CalibrationStore
 from judges.call import JudgeCall
 from judges.errors import InputError
@@ -45,7 +50,7 @@ from judges.text.scoring import Criterion, resolve_criteria
 
 from .code_tools import check_gates_may_run, gate_settings
 from .context import ClientRoots, UseCache, app_of, image_policy, organization_of, roots_for
-from .errors import tool_errors
+from .declare import JUDGES, READ_ONLY, tool
 from .jobs import or_job, run_or_background
 from .startup import LISTED_AS, MIN_MAX
 
@@ -139,20 +144,23 @@ class Prepared(NamedTuple):
     env: JudgeEnv
 
 
-async def _prepared(ctx: Context, *, judge: JudgeName, dataset: Any, dataset_path: str | None, agent_id: str | None,
-                    model: str | None, prompt_id: str | None, prompt_version: str | None, rubric: Any,
-                    criteria: list[Criterion] | None, method: str, candidate_type: str,
-                    score_scale: ScoreScale | None, samples: int, cache: bool, background: bool | None,
-                    client_roots: Any, run_gates: bool = False, category: str | None = None) -> Prepared:
+async def _prepared(ctx: Context, args: CalibrateJudgeInput | CertifyJudgeInput | AlignJudgeInput,
+                    client_roots: Any) -> Prepared:
     """What calibrate_judge, certify_judge and align_judge share: the dataset read and checked, the judge's
     spec, its JudgeCall (a dataset runs as a job unless `background` says otherwise or its model is the host's
-    own, which answers only while the call is open) and the agent's guideline contexts."""
+    own, which answers only while the call is open) and the agent's guideline contexts. align_judge's input has
+    no score_text or viescore options: their defaults."""
+    judge, dataset, dataset_path, agent_id, background = (args.judge, args.dataset, args.dataset_path, args.agent_id,
+                                                          args.background)
+    prompt_id, prompt_version = args.prompt_id, getattr(args, "prompt_version", None)
+    rubric, criteria = getattr(args, "rubric", None), getattr(args, "criteria", None)
+    samples: int = getattr(args, "samples", 1)
+    score_scale: ScoreScale | None = getattr(args, "score_scale", None)
+    category: str | None = getattr(args, "category", None)
+    run_gates: bool = getattr(args, "run_gates", False)
     app = app_of(ctx)
     org = organization_of(ctx)
     check_samples(samples, app.settings.max_samples)
-    if (dataset is None) == (dataset_path is None):
-        raise InputError("give the dataset inline (dataset: JSONL text) or as dataset_path (a .jsonl file in "
-                         "the allowed roots), exactly one, e.g. dataset_path: \"labels/pairs.jsonl\"")
     if isinstance(dataset, dict | list):  # items as JSON (a one-line JSONL text arrives parsed, as a dict)
         dataset = "\n".join(json.dumps(item) for item in (dataset if isinstance(dataset, list) else [dataset]))
     if dataset_path is not None:
@@ -186,10 +194,6 @@ async def _prepared(ctx: Context, *, judge: JudgeName, dataset: Any, dataset_pat
                              f"\"{next(iter(BUILTIN))}\"; known: {', '.join(sorted({*BUILTIN, *app.analysis_categories}))}")
         found_category = load_category(category, app.analysis_categories)
         category_spec = {"builtin": category not in app.analysis_categories, **found_category.spec.model_dump()}
-    elif category is not None:
-        raise InputError("category: only for judge evaluate_analysis (the LLM category certified); leave it out")
-    if run_gates and judge != "judge_code":
-        raise InputError("run_gates: only for judge judge_code; leave it out")
     if judge == "judge_code":
         settings = gate_settings(app.settings)
         if run_gates:
@@ -203,8 +207,8 @@ async def _prepared(ctx: Context, *, judge: JudgeName, dataset: Any, dataset_pat
         found = [agent_criterion(agent.system_prompt, (agent.score_scale.min, agent.score_scale.max))]
     elif judge == "score_text":
         found = resolve_criteria(rubric, criteria)
-    call = await app.judge_call(ctx, model=model or (agent.model if agent is not None else None), samples=samples,
-                                cache=cache, background=bool(background), resolve=False)
+    call = await app.judge_call(ctx, model=args.model or (agent.model if agent is not None else None), samples=samples,
+                                cache=args.cache, background=bool(background), resolve=False)
     rules = agent.system_prompt if judge == "pairwise_compare" and agent is not None else None
     if prompt_id is not None and judge in ("pairwise_compare", "viescore"):  # an organization's own version too
         prompt_id, rules = await call.prompt(prompt_id if "@" in prompt_id else f"{prompt_id}@{prompt_version or 'v1'}",
@@ -215,7 +219,8 @@ async def _prepared(ctx: Context, *, judge: JudgeName, dataset: Any, dataset_pat
     await call.members()
     policy = image_policy(ctx, client_roots)
     spec = JudgeSpec(judge=judge, prompt_id=prompt_id, prompt_version=prompt_version, criteria=found,
-                     method=method, candidate_type=candidate_type, samples=samples,
+                     method=getattr(args, "method", "direct"), candidate_type=getattr(args, "candidate_type", "auto"),
+                     samples=samples,
                      score_scale=None if score_scale is None else (score_scale.min, score_scale.max),
                      run_gates=run_gates, category=category, category_spec=category_spec,
                      rules=rules)
@@ -227,176 +232,212 @@ async def _prepared(ctx: Context, *, judge: JudgeName, dataset: Any, dataset_pat
     return Prepared(app, org, items, spec, call, policy, contexts, agent, env)
 
 
+# calibrate_judge and align_judge store what they make (a calibration report; a new agent or prompt version).
+STORES = ToolAnnotations(read_only_hint=False, idempotent_hint=False, open_world_hint=True)
 
-def register(mcp: MCPServer[Any]) -> None:
-    @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=False, open_world_hint=True))
-    @tool_errors
-    async def calibrate_judge(
-        ctx: Context,
-        judge: Judge,
-        dataset: Dataset = None,
-        dataset_path: DatasetPath = None,
-        agent_id: AgentId = None,
-        model: Model = None,
-        prompt_id: PromptId = None,
-        prompt_version: str | None = None,
-        rubric: Rubric = None,
-        criteria: Criteria = None,
-        method: Method = "direct",
-        candidate_type: CandidateType = "auto",
-        score_scale: PromptScale = None,
-        human_scale: Annotated[HumanScale | None, Field(description=(
-            "The humans' scale, to put their scores and the judge's on 0–1 for the disagreement ranking and the "
-            "confusion matrix; default: the lowest and highest human score in the dataset."), json_schema_extra={
-            LISTED_AS: {**MIN_MAX, "description": "The humans' {min, max}; default: their lowest and highest "
-                                                  "score."}})] = None,
-        samples: Samples = 1,
-        background: Background = None,
-        cache: UseCache = True,
-        client_roots: ClientRoots = None,
-    ) -> Annotated[CallToolResult, or_job(CalibrationReport)]:
-        """Check how far to trust a judge, on human-labelled items: agreement (kappa; Spearman, Kendall), the humans' own as
-        ceiling, position and length bias, confusion matrix, worst disagreements, chart. Stored."""
-        prepared = await _prepared(ctx, judge=judge, dataset=dataset, dataset_path=dataset_path, agent_id=agent_id,
-                                   model=model, prompt_id=prompt_id, prompt_version=prompt_version, rubric=rubric,
-                                   criteria=criteria, method=method, candidate_type=candidate_type,
-                                   score_scale=score_scale, samples=samples, cache=cache, background=background,
-                                   client_roots=client_roots)
-        app, org, items, spec, call, policy, contexts, _, _ = prepared
-        scale = None if human_scale is None else (human_scale.min, human_scale.max)
 
-        async def work(progress: Progress) -> CalibrationReport:
-            report = await calibrate(call, spec, items, policy=policy, retries=app.settings.pairwise_retries,
-                                     human_scale=scale, contexts=contexts, progress=progress)
-            return await app.store(CalibrationStore(app.db).save, org, report)
+def _one_dataset(dataset: Any, dataset_path: str | None) -> None:
+    if (dataset is None) == (dataset_path is None):
+        raise InputError("give the dataset inline (dataset: JSONL text) or as dataset_path (a .jsonl file in "
+                         "the allowed roots), exactly one, e.g. dataset_path: \"labels/pairs.jsonl\"")
 
-        return await run_or_background(ctx, "calibrate_judge", call, work, links=calibration_links)
 
-    @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
-    @tool_errors
-    async def get_calibration(ctx: Context, calibration_id: Annotated[str, Field(
-            description="The calibration_id calibrate_judge returned.")]) -> CalibrationReport:
-        """A stored calibration report, as calibrate_judge returned it."""
-        app = app_of(ctx)
-        return await app.store(CalibrationStore(app.db).get, organization_of(ctx), calibration_id)
+class CalibrateJudgeInput(BaseModel):
+    judge: Judge
+    dataset: Dataset = None
+    dataset_path: DatasetPath = None
+    agent_id: AgentId = None
+    model: Model = None
+    prompt_id: PromptId = None
+    prompt_version: str | None = None
+    rubric: Rubric = None
+    criteria: Criteria = None
+    method: Method = "direct"
+    candidate_type: CandidateType = "auto"
+    score_scale: PromptScale = None
+    human_scale: Annotated[HumanScale | None, Field(description=(
+        "The humans' scale, to put their scores and the judge's on 0–1 for the disagreement ranking and the "
+        "confusion matrix; default: the lowest and highest human score in the dataset."), json_schema_extra={
+        LISTED_AS: {**MIN_MAX, "description": "The humans' {min, max}; default: their lowest and highest "
+                                              "score."}})] = None
+    samples: Samples = 1
+    background: Background = None
+    cache: UseCache = True
 
-    @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=False, open_world_hint=True))
-    @tool_errors
-    async def certify_judge(
-        ctx: Context,
-        judge: CertifyJudge,
-        dataset: ListedDataset = None,
-        dataset_path: ListedDatasetPath = None,
-        agent_id: ListedAgentId = None,
-        model: ListedModel = None,
-        prompt_id: ListedPromptId = None,
-        prompt_version: str | None = None,
-        rubric: ListedRubric = None,
-        criteria: ListedCriteria = None,
-        method: ListedMethod = "direct",
-        candidate_type: ListedCandidateType = "auto",
-        score_scale: ListedScale = None,
-        samples: ListedSamples = 1,
-        threshold: Annotated[float, Field(gt=0, lt=1, description=(
-            "Both 95% lower bounds must reach it."))] = DEFAULT_THRESHOLD,
-        pass_at: PassAt = None,
-        human_pass_at: HumanPassAt = None,
-        category: Annotated[str | None, Field(description="evaluate_analysis: the category.")] = None,
-        run_gates: Annotated[bool, Field(description="judge_code: also run its gates.")] = False,
-        verdicts: Annotated[list[str | float | bool] | None, Field(max_length=1_000_000, description=(
-            "An unlabelled run's verdicts: pass rate corrected."))] = None,
-        verdicts_fingerprint: Annotated[str | None, Field(description="Their judge's fingerprint.")] = None,
-        background: ListedBackground = None,
-        cache: UseCache = True,
-        client_roots: ClientRoots = None,
-    ) -> Annotated[CallToolResult, or_job(Certificate)]:
-        """Certify a judge's pass/fail against human labels: TPR and TNR (pairwise: A passes; scores: >= pass_at) with
-        95% Wilson bounds; certified when both reach threshold, else the labels needed. Other arguments
-        as in calibrate_judge."""
-        app, _org, items, spec, call, policy, contexts, _, env = await _prepared(
-            ctx, judge=judge, dataset=dataset, dataset_path=dataset_path, agent_id=agent_id, model=model,
-            prompt_id=prompt_id, prompt_version=prompt_version, rubric=rubric, criteria=criteria, method=method,
-            candidate_type=candidate_type, score_scale=score_scale, samples=samples, cache=cache,
-            background=background, client_roots=client_roots, run_gates=run_gates, category=category)
-        check_pass_at(spec, pass_at)  # refused now, not as a failed background job
-        if verdicts is not None:  # read off the event loop: up to a million of them
-            await anyio.to_thread.run_sync(check_verdicts, verdicts, spec)
+    @model_validator(mode="after")
+    def _checked(self) -> CalibrateJudgeInput:
+        _one_dataset(self.dataset, self.dataset_path)
+        check_human_scale(self.scale)  # refused now, not as a failed background job
+        return self
 
-        async def work(progress: Progress) -> Certificate:
-            return await certify(call, spec, items, policy=policy, retries=app.settings.pairwise_retries,
-                                 threshold=threshold, pass_at=pass_at, human_pass_at=human_pass_at,
-                                 verdicts=verdicts, run_fingerprint=verdicts_fingerprint, contexts=contexts,
-                                 progress=progress, env=env)
+    @property
+    def scale(self) -> tuple[float, float] | None:
+        return None if self.human_scale is None else (self.human_scale.min, self.human_scale.max)
 
-        return await run_or_background(ctx, "certify_judge", call, work)
 
-    @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=False, open_world_hint=True))
-    @tool_errors
-    async def align_judge(
-        ctx: Context,
-        agent_id: Annotated[str | None, Field(description="The agent whose prompt judges.")] = None,
-        judge: Literal["score_text", "pairwise_compare"] = "score_text",
-        prompt_id: ListedPromptId = None,
-        dataset: ListedDataset = None,
-        dataset_path: ListedDatasetPath = None,
-        model: ListedModel = None,
-        pass_at: ListedPassAt = None,
-        human_pass_at: ListedHumanPassAt = None,
-        seed: Annotated[int, Field(description="The split's seed.")] = 0,
-        test_fraction: Annotated[float, Field(gt=0, lt=1, description="Held-out share.")] = 0.3,
-        candidates: Annotated[int, Field(ge=1, le=MAX_CANDIDATES, description=(
-            "Revisions tried on train."))] = 2,
-        background: ListedBackground = None,
-        cache: UseCache = True,
-        client_roots: ClientRoots = None,
-    ) -> Annotated[CallToolResult, or_job(Alignment)]:
-        """Improve a judge from labels (optional human_critique): an agent's prompt (score_text criterion, pairwise
-        rules) or a pairwise prompt_id's rules; kept as a new agent or prompt version only if significantly better on
-        held-out items. Other arguments as in certify_judge."""
-        if agent_id is None and (judge != "pairwise_compare" or prompt_id is None):
+@tool(role="member", toolset="calibration", annotations=STORES)
+async def calibrate_judge(ctx: Context, args: CalibrateJudgeInput, client_roots: ClientRoots = None
+                          ) -> Annotated[CallToolResult, or_job(CalibrationReport)]:
+    """Check how far to trust a judge, on human-labelled items: agreement (kappa; Spearman, Kendall), the humans' own as
+    ceiling, position and length bias, confusion matrix, worst disagreements, chart. Stored."""
+    app, org, items, spec, call, policy, contexts, _, _ = await _prepared(ctx, args, client_roots)
+
+    async def work(progress: Progress) -> CalibrationReport:
+        report = await calibrate(call, spec, items, policy=policy, retries=app.settings.pairwise_retries,
+                                 human_scale=args.scale, contexts=contexts, progress=progress)
+        return await app.store(CalibrationStore(app.db).save, org, report)
+
+    return await run_or_background(ctx, "calibrate_judge", call, work, links=calibration_links)
+
+
+class GetCalibrationInput(BaseModel):
+    calibration_id: Annotated[str, Field(description="The calibration_id calibrate_judge returned.")]
+
+
+@tool(role="member", toolset="calibration", annotations=READ_ONLY)
+async def get_calibration(ctx: Context, args: GetCalibrationInput) -> CalibrationReport:
+    """A stored calibration report, as calibrate_judge returned it."""
+    app = app_of(ctx)
+    return await app.store(CalibrationStore(app.db).get, organization_of(ctx), args.calibration_id)
+
+
+class CertifyJudgeInput(BaseModel):
+    judge: CertifyJudge
+    dataset: ListedDataset = None
+    dataset_path: ListedDatasetPath = None
+    agent_id: ListedAgentId = None
+    model: ListedModel = None
+    prompt_id: ListedPromptId = None
+    prompt_version: str | None = None
+    rubric: ListedRubric = None
+    criteria: ListedCriteria = None
+    method: ListedMethod = "direct"
+    candidate_type: ListedCandidateType = "auto"
+    score_scale: ListedScale = None
+    samples: ListedSamples = 1
+    threshold: Annotated[float, Field(gt=0, lt=1, description=(
+        "Both 95% lower bounds must reach it."))] = DEFAULT_THRESHOLD
+    pass_at: PassAt = None
+    human_pass_at: HumanPassAt = None
+    category: Annotated[str | None, Field(description="evaluate_analysis: the category.")] = None
+    run_gates: Annotated[bool, Field(description="judge_code: also run its gates.")] = False
+    verdicts: Annotated[list[str | float | bool] | None, Field(max_length=1_000_000, description=(
+        "An unlabelled run's verdicts: pass rate corrected."))] = None
+    verdicts_fingerprint: Annotated[str | None, Field(description="Their judge's fingerprint.")] = None
+    background: ListedBackground = None
+    cache: UseCache = True
+
+    @model_validator(mode="after")
+    def _checked(self) -> CertifyJudgeInput:
+        _one_dataset(self.dataset, self.dataset_path)
+        if self.category is not None and self.judge != "evaluate_analysis":
+            raise InputError("category: only for judge evaluate_analysis (the LLM category certified); leave it out")
+        if self.run_gates and self.judge != "judge_code":
+            raise InputError("run_gates: only for judge judge_code; leave it out")
+        return self
+
+
+@tool(role="member", toolset="calibration", annotations=JUDGES)
+async def certify_judge(ctx: Context, args: CertifyJudgeInput, client_roots: ClientRoots = None
+                        ) -> Annotated[CallToolResult, or_job(Certificate)]:
+    """Certify a judge's pass/fail against human labels: TPR and TNR (pairwise: A passes; scores: >= pass_at) with
+    95% Wilson bounds; certified when both reach threshold, else the labels needed. Other arguments
+    as in calibrate_judge."""
+    app, _org, items, spec, call, policy, contexts, _, env = await _prepared(ctx, args, client_roots)
+    check_pass_at(spec, args.pass_at)  # refused now, not as a failed background job
+    if args.verdicts is not None:  # read off the event loop: up to a million of them
+        await anyio.to_thread.run_sync(check_verdicts, args.verdicts, spec)
+
+    async def work(progress: Progress) -> Certificate:
+        return await certify(call, spec, items, policy=policy, retries=app.settings.pairwise_retries,
+                             threshold=args.threshold, pass_at=args.pass_at, human_pass_at=args.human_pass_at,
+                             verdicts=args.verdicts, run_fingerprint=args.verdicts_fingerprint, contexts=contexts,
+                             progress=progress, env=env)
+
+    return await run_or_background(ctx, "certify_judge", call, work)
+
+
+class AlignJudgeInput(BaseModel):
+    agent_id: Annotated[str | None, Field(description="The agent whose prompt judges.")] = None
+    judge: Literal["score_text", "pairwise_compare"] = "score_text"
+    prompt_id: ListedPromptId = None
+    dataset: ListedDataset = None
+    dataset_path: ListedDatasetPath = None
+    model: ListedModel = None
+    pass_at: ListedPassAt = None
+    human_pass_at: ListedHumanPassAt = None
+    seed: Annotated[int, Field(description="The split's seed.")] = 0
+    test_fraction: Annotated[float, Field(gt=0, lt=1, description="Held-out share.")] = 0.3
+    candidates: Annotated[int, Field(ge=1, le=MAX_CANDIDATES, description=(
+        "Revisions tried on train."))] = 2
+    background: ListedBackground = None
+    cache: UseCache = True
+
+    @model_validator(mode="after")
+    def _checked(self) -> AlignJudgeInput:
+        if self.agent_id is None and (self.judge != "pairwise_compare" or self.prompt_id is None):
             raise InputError("agent_id: the agent to improve, e.g. agent_id: \"<id from list_agents>\"; or, for judge "
                              "pairwise_compare, the prompt asset's rules: prompt_id: \"text/assessment/pairwise\"")
-        app, org, items, spec, call, policy, contexts, agent, _ = await _prepared(
-            ctx, judge=judge, dataset=dataset, dataset_path=dataset_path, agent_id=agent_id, model=model,
-            prompt_id=prompt_id, prompt_version=None, rubric=None, criteria=None, method="direct",
-            candidate_type="auto", score_scale=None, samples=1, cache=cache, background=background,
-            client_roots=client_roots)
-        check_align(items, test_fraction, candidates)
-        check_pass_at(spec, pass_at)
-        if prompt_id is not None and judge != "pairwise_compare":
+        _one_dataset(self.dataset, self.dataset_path)
+        if self.prompt_id is not None and self.judge != "pairwise_compare":
             raise InputError("prompt_id: only for judge pairwise_compare (the prompt its rules go before); leave it out")
-        if human_pass_at is not None and judge == "pairwise_compare":
+        if self.human_pass_at is not None and self.judge == "pairwise_compare":
             raise InputError("human_pass_at: pairwise_compare's items name a winner (no pass mark); leave it out")
-        judge_pass = default_pass_at(spec) if pass_at is None else pass_at
-        human_pass = default_human_pass_at(items, spec) if human_pass_at is None else human_pass_at
-        await anyio.to_thread.run_sync(split_items, items, spec, human_pass, seed, test_fraction)  # refused now
+        return self
 
-        given = None if prompt_id is None else prompt_id if "@" in prompt_id else f"{prompt_id}@v1"
 
-        async def work(progress: Progress) -> Alignment:
-            # An agent: its prompt is revised (an organization's prompt version keeps its rules first, in compare);
-            # a prompt asset: its rules (none for a shipped asset), before the shipped asset it builds on.
-            text, judged_prompt = (agent.system_prompt, given) if agent is not None else (spec.rules or "",
-                                                                                         spec.prompt_id)
-            scale = (agent.score_scale.min, agent.score_scale.max) if agent is not None else (0.0, 100.0)
-            result = await align(call, text, scale, items, agent_id=agent_id, pass_at=judge_pass,
-                                 human_pass_at=human_pass, judge=judge, prompt_id=judged_prompt, seed=seed,
-                                 test_fraction=test_fraction, candidates=candidates, policy=policy,
-                                 retries=app.settings.pairwise_retries, contexts=contexts, progress=progress)
-            result.prompt_id = given
-            if result.kept and result.instructions is not None and agent is None:
-                assert spec.prompt_id is not None
-                version = await app.store(PromptVersions(app.db).save, org, spec.prompt_id, result.instructions)
-                result.new_prompt_id = version.id
-            elif result.kept and result.instructions is not None:
-                assert agent is not None
-                kept = await app.store(app.agents.create, org, name=f"{agent.name} (aligned)"[:100],
-                                       system_prompt=result.instructions,
-                                       evaluation_categories=agent.evaluation_categories,
-                                       scoring_weight=agent.scoring_weight,
-                                       optimization_weight=agent.optimization_weight, rag_config=agent.rag_config,
-                                       model=agent.model, score_scale=agent.score_scale, models=agent.models)
-                result.new_agent_id = kept.id
-            return result
+@tool(role="admin", toolset="calibration", annotations=STORES)  # admin: keeps its revision as a new agent
+async def align_judge(ctx: Context, args: AlignJudgeInput, client_roots: ClientRoots = None
+                      ) -> Annotated[CallToolResult, or_job(Alignment)]:
+    """Improve a judge from labels (optional human_critique): an agent's prompt (score_text criterion, pairwise
+    rules) or a pairwise prompt_id's rules; kept as a new agent or prompt version only if significantly better on
+    held-out items. Other arguments as in certify_judge."""
+    app, org, items, spec, call, policy, contexts, agent, _ = await _prepared(ctx, args, client_roots)
+    judge_pass, human_pass = await anyio.to_thread.run_sync(lambda: checked_alignment(  # refused now, not as a job
+        items, spec, pass_at=args.pass_at, human_pass_at=args.human_pass_at, seed=args.seed,
+        test_fraction=args.test_fraction, candidates=args.candidates))
+    given = None if args.prompt_id is None else args.prompt_id if "@" in args.prompt_id else f"{args.prompt_id}@v1"
+    text, scale, judged_prompt = _judged(agent, spec, given)
 
-        return await run_or_background(ctx, "align_judge", call, work)
+    async def work(progress: Progress) -> Alignment:
+        result = await align(call, text, scale, items, agent_id=args.agent_id, pass_at=judge_pass,
+                             human_pass_at=human_pass, judge=args.judge, prompt_id=judged_prompt, seed=args.seed,
+                             test_fraction=args.test_fraction, candidates=args.candidates, policy=policy,
+                             retries=app.settings.pairwise_retries, contexts=contexts, progress=progress)
+        return await _kept(app, org, agent, spec, given, result)
+
+    return await run_or_background(ctx, "align_judge", call, work)
+
+
+def _judged(agent: Agent | None, spec: JudgeSpec, given: str | None
+            ) -> tuple[str, tuple[float, float], str | None]:
+    """What align_judge revises, its scale and the prompt it judges with: an agent's prompt (an organization's prompt
+    version keeps its rules first, in compare); a prompt asset: its rules (none for a shipped asset), before the
+    shipped asset it builds on."""
+    if agent is not None:
+        return agent.system_prompt, (agent.score_scale.min, agent.score_scale.max), given
+    return spec.rules or "", (0.0, 100.0), spec.prompt_id
+
+
+async def _kept(app: Any, org: str, agent: Agent | None, spec: JudgeSpec, given: str | None,
+                result: Alignment) -> Alignment:
+    """The alignment, its revision kept when it won: a new prompt version of the asset, or a new agent like the one
+    revised."""
+    result.prompt_id = given
+    if not result.kept or result.instructions is None:
+        return result
+    if agent is None:
+        assert spec.prompt_id is not None
+        version = await app.store(PromptVersions(app.db).save, org, spec.prompt_id, result.instructions)
+        result.new_prompt_id = version.id
+        return result
+    kept = await app.store(app.agents.create, org, name=f"{agent.name} (aligned)"[:100],
+                           system_prompt=result.instructions, evaluation_categories=agent.evaluation_categories,
+                           scoring_weight=agent.scoring_weight, optimization_weight=agent.optimization_weight,
+                           rag_config=agent.rag_config, model=agent.model, score_scale=agent.score_scale,
+                           models=agent.models)
+    result.new_agent_id = kept.id
+    return result
+
+
+TOOLS = (calibrate_judge, get_calibration, certify_judge, align_judge)

@@ -193,6 +193,9 @@ def function_of(declared: Declared) -> Callable[..., Awaitable[Any]]:
         try:
             args = model.model_validate(arguments)
         except ValidationError as exc:
+            own = [e["ctx"]["error"] for e in exc.errors() if isinstance(e.get("ctx", {}).get("error"), InputError)]
+            if own:  # the input model's own check (a validator raising InputError): its message names the argument
+                raise own[0] from None
             raise InputError(arguments_error(model.model_json_schema(), exc).removeprefix("invalid input: ")) \
                 from None
         if sized:

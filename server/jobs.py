@@ -32,7 +32,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ContentBlock, ResourceLink, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, RootModel
@@ -44,6 +44,7 @@ from judges.store.jobs import Claimed, Job, JobStatus, JobStore
 from judges.units import UNITS
 
 from .client_log import client_log
+from .declare import READ_ONLY, tool
 from .errors import tool_errors
 from .options import SHARED_OPTIONS
 
@@ -315,40 +316,55 @@ class JobList(BaseModel):
     jobs: list[Job]
 
 
-READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+CANCELS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 
 
-def register(mcp: MCPServer[Any]) -> None:
+def _runner(ctx: Context) -> JobRunner:
+    from .context import app_of
+
+    jobs = app_of(ctx).jobs
+    if jobs is None:
+        raise InputError("background jobs are not available in this server")
+    return jobs
+
+
+class GetJobInput(BaseModel):
+    job_id: Annotated[str, Field(description="From a call with background=true.")]
+
+
+@tool(role="member", toolset="jobs", annotations=READ_ONLY)
+async def get_job(ctx: Context, args: GetJobInput) -> Job:
+    """A background job's status, progress, last message and, once completed, its result or error."""
     from .context import app_of, organization_of
 
-    def runner(ctx: Context) -> JobRunner:
-        jobs = app_of(ctx).jobs
-        if jobs is None:
-            raise InputError("background jobs are not available in this server")
-        return jobs
+    jobs = _runner(ctx)
+    return await app_of(ctx).store(jobs.store.get, organization_of(ctx), args.job_id)
 
-    @mcp.tool(annotations=READ)
-    @tool_errors
-    async def get_job(ctx: Context, job_id: Annotated[str, Field(
-            description="From a call with background=true.")]) -> Job:
-        """A background job's status, progress, last message and, once completed, its result or error."""
-        jobs = runner(ctx)
-        return await app_of(ctx).store(jobs.store.get, organization_of(ctx), job_id)
 
-    @mcp.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
-                                          open_world_hint=False))
-    @tool_errors
-    async def cancel_job(ctx: Context, job_id: str) -> Job:
-        """Cancel a working background job; a finished one is returned as it is."""
-        return await runner(ctx).cancel(organization_of(ctx), job_id)
+class CancelJobInput(BaseModel):
+    job_id: str
 
-    @mcp.tool(annotations=READ)
-    @tool_errors
-    async def list_jobs(
-        ctx: Context,
-        status: Annotated[Literal["working", "completed", "failed", "cancelled", "interrupted"] | None, Field(
-            description="Only these; default: all.")] = None,
-    ) -> JobList:
-        """This organization's background jobs, newest first (at most 100), without results."""
-        jobs = runner(ctx)
-        return JobList(jobs=await app_of(ctx).store(jobs.store.list, organization_of(ctx), status))
+
+@tool(role="member", toolset="jobs", annotations=CANCELS)
+async def cancel_job(ctx: Context, args: CancelJobInput) -> Job:
+    """Cancel a working background job; a finished one is returned as it is."""
+    from .context import organization_of
+
+    return await _runner(ctx).cancel(organization_of(ctx), args.job_id)
+
+
+class ListJobsInput(BaseModel):
+    status: Annotated[Literal["working", "completed", "failed", "cancelled", "interrupted"] | None, Field(
+        description="Only these; default: all.")] = None
+
+
+@tool(role="member", toolset="jobs", annotations=READ_ONLY)
+async def list_jobs(ctx: Context, args: ListJobsInput) -> JobList:
+    """This organization's background jobs, newest first (at most 100), without results."""
+    from .context import app_of, organization_of
+
+    jobs = _runner(ctx)
+    return JobList(jobs=await app_of(ctx).store(jobs.store.list, organization_of(ctx), args.status))
+
+
+TOOLS = (get_job, cancel_job, list_jobs)

@@ -28,9 +28,6 @@ _UNDECLARED: dict[str, tuple[Role, Toolset]] = {
     **{name: ("admin", "agents") for name in ("create_agent", "update_agent", "delete_agent", "upload_guideline",
                                               "delete_guideline")},
     **{name: ("member", "agents") for name in ("list_agents", "get_agent", "list_guidelines", "search_guidelines")},
-    **{name: ("member", "calibration") for name in ("calibrate_judge", "get_calibration", "certify_judge")},
-    "align_judge": ("admin", "calibration"),  # keeps its revision as a new agent
-    **{name: ("member", "jobs") for name in ("get_job", "list_jobs", "cancel_job")},
 }
 
 

@@ -170,3 +170,13 @@ async def test_a_pair_labelled_again_in_the_other_order_falls_on_the_same_side_a
     test_texts = [f"PAIR-{n.split('-')[1]} first" for n in test_ids]
     writers = [r.text() for r in fake_server.requests if WRITER in r.text()]
     assert writers and not any(x in t for t in writers for x in test_texts)
+
+
+async def test_a_prompt_asset_for_a_score_text_alignment_is_refused_before_its_agent_is_looked_up(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        result = await c.call_tool("align_judge", {"agent_id": "no-such-agent", "prompt_id": "text/assessment/pairwise",
+                                                   "dataset": [{"text": "t", "human_score": 1}] * 4})
+    assert result.is_error and result.content[0].text == (
+        "Error executing tool align_judge: invalid input: prompt_id: only for judge pairwise_compare (the prompt its "
+        "rules go before); leave it out")

@@ -172,6 +172,19 @@ async def test_a_human_scale_beyond_a_trillion_is_refused(tmp_path: Path, fake_s
     assert fake_server.requests == []
 
 
+async def test_a_human_scale_upside_down_is_refused_at_once_not_as_a_failed_job(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        result = await c.call_tool("calibrate_judge", {
+            "judge": "score_text", "rubric": "helpfulness", "dataset": [{"text": "a", "human_score": 1}, {"text": "b", "human_score": 0}],
+            "human_scale": {"min": 5, "max": 1}})
+        jobs = (await c.call_tool("list_jobs", {})).structured_content["jobs"]
+    assert result.is_error and result.content[0].text == (
+        'Error executing tool calibrate_judge: invalid input: human_scale: min must be below max, e.g. {"min": 0, '
+        '"max": 1} (got (5.0, 1.0))')
+    assert jobs == [] and fake_server.requests == []
+
+
 async def test_a_pairwise_calibration_with_samples_asks_each_order_that_many_times(
         tmp_path: Path, fake_server: FakeModelServer) -> None:
     fake_server.respond_with(biased_pair_judge)

@@ -151,3 +151,15 @@ async def test_a_category_for_another_judge_is_refused(tmp_path: Path, fake_serv
     assert result.is_error and result.content[0].text.endswith(
         "category: only for judge evaluate_analysis (the LLM category certified); leave it out")
     assert fake_server.requests == []
+
+
+async def test_a_category_for_another_judge_is_refused_before_its_dataset_is_read(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    """The check is the input model's own: it answers before the dataset (scores, not judge_code's verdicts) is
+    parsed, with its own message, unchanged by the adapter."""
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        result = await c.call_tool("certify_judge", {"judge": "judge_code", "category": "general_quality",
+                                                     "dataset": [{"text": "t", "human_score": 1}] * 4})
+    assert result.is_error and result.content[0].text == (
+        "Error executing tool certify_judge: invalid input: category: only for judge evaluate_analysis (the LLM "
+        "category certified); leave it out")

@@ -30,7 +30,16 @@ from judges.reading.parsing import JudgeModel
 from judges.text.scoring import Criterion, Scale
 
 from . import stats
-from .certify import Outcome, Rate, human_class, judge_class, load_statistics
+from .certify import (
+    Outcome,
+    Rate,
+    check_pass_at,
+    default_human_pass_at,
+    default_pass_at,
+    human_class,
+    judge_class,
+    load_statistics,
+)
 from .core import Contexts, Judged, JudgeSpec, judge_all
 from .dataset import Item
 
@@ -246,6 +255,18 @@ def check_align(items: Sequence[Item], test_fraction: float, candidates: int) ->
         if critique is not None and not isinstance(critique, str):
             raise InputError(f"dataset item {item.id!r}: human_critique is text (got {type(critique).__name__}), "
                              "e.g. \"human_critique\": \"misses the refund policy\"")
+
+
+def checked_alignment(items: Sequence[Item], spec: JudgeSpec, *, pass_at: float | None, human_pass_at: float | None,
+                      seed: int, test_fraction: float, candidates: int) -> tuple[float | None, float | None]:
+    """What `align` would refuse, checked before its job starts (the split's settings, the judge's pass mark, the
+    split itself). Returns the judge's pass mark and the humans' (default: the middle of each scale)."""
+    check_align(items, test_fraction, candidates)
+    check_pass_at(spec, pass_at)
+    judge_pass = default_pass_at(spec) if pass_at is None else pass_at
+    human_pass = default_human_pass_at(items, spec) if human_pass_at is None else human_pass_at
+    split_items(items, spec, human_pass, seed, test_fraction)
+    return judge_pass, human_pass
 
 
 async def align(call: JudgeCall, text: str, scale: tuple[float, float], items: Sequence[Item], *,

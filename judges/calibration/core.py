@@ -368,6 +368,15 @@ def check_spec(spec: JudgeSpec) -> None:
         declared_input(spec.prompt_id if "@" in spec.prompt_id else f"{spec.prompt_id}@{spec.prompt_version or 'v1'}")
 
 
+def check_human_scale(human_scale: tuple[float, float] | None) -> None:
+    """InputError for a human scale that is upside down or beyond ±MAX_HUMAN_SCORE."""
+    if human_scale is not None and not human_scale[0] < human_scale[1]:
+        raise InputError(f"human_scale: min must be below max, e.g. {{\"min\": 0, \"max\": 1}} (got {human_scale})")
+    if human_scale is not None and max(abs(human_scale[0]), abs(human_scale[1])) > MAX_HUMAN_SCORE:
+        raise InputError(f"human_scale: min and max lie within ±{MAX_HUMAN_SCORE:g}, e.g. {{\"min\": 0, \"max\": 1}} "
+                         f"(got {human_scale})")
+
+
 async def calibrate(call: JudgeCall, spec: JudgeSpec, items: Sequence[Item], *, policy: Any, retries: int,
                     human_scale: tuple[float, float] | None = None, contexts: Contexts | None = None,
                     concurrency: int = 4, progress: Progress = no_progress) -> CalibrationReport:
@@ -375,11 +384,7 @@ async def calibrate(call: JudgeCall, spec: JudgeSpec, items: Sequence[Item], *, 
     kept in its result; a bad item input fails the whole call before it wastes more model calls."""
     check_spec(spec)
     client = await call.client()
-    if human_scale is not None and not human_scale[0] < human_scale[1]:
-        raise InputError(f"human_scale: min must be below max, e.g. {{\"min\": 0, \"max\": 1}} (got {human_scale})")
-    if human_scale is not None and max(abs(human_scale[0]), abs(human_scale[1])) > MAX_HUMAN_SCORE:
-        raise InputError(f"human_scale: min and max lie within ±{MAX_HUMAN_SCORE:g}, e.g. {{\"min\": 0, \"max\": 1}} "
-                         f"(got {human_scale})")
+    check_human_scale(human_scale)
     done_items = await judge_all(call, spec, items, policy=policy, retries=retries, contexts=contexts,
                                  concurrency=concurrency, progress=progress)
     if spec.judge == "viescore":
