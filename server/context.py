@@ -233,7 +233,7 @@ async def open_app(settings: Settings, *, client_roots: bool = True,
             policy=ImagePolicy(allowed_roots=Roots(), max_bytes=settings.max_image_bytes,
                                max_side=settings.max_image_side,
                                max_pixels=settings.max_image_pixels, allow_urls=settings.allow_image_urls),
-            max_images=settings.max_images, max_iterations=settings.max_iterations,
+            max_images=settings.max_images, max_calls=settings.image_max_calls, max_iterations=settings.max_iterations,
             plateau_window=settings.plateau_window, plateau_threshold=settings.plateau_threshold,
             fallback_score=settings.parse_fallback_score,
         ))

@@ -230,6 +230,9 @@ class Settings(BaseSettings):
     max_image_pixels: int = Field(default=ImagePolicy.max_pixels, ge=1, description="Images with more pixels are refused "
                                   "(read from the header, before decoding).")
     max_images: int = Field(default=ImageSettings.max_images, ge=1, le=64, description="Most images in one evaluate_image call.")
+    image_max_calls: int = Field(default=ImageSettings.max_calls, ge=1, le=100_000, description=(
+        "Most model calls one evaluate_image call may plan (each image by each agent's models, each `samples` "
+        "times); a larger plan is refused before any call."))
     allow_image_urls: bool = Field(default=ImagePolicy.allow_urls, description="Accept http(s) image URLs (public addresses only).")
     max_iterations: int = Field(default=ImageSettings.max_iterations, ge=1, le=100, description="Default iteration budget of a run.")
     plateau_window: int = Field(default=ImageSettings.plateau_window, ge=1, description="Iterations compared to detect a plateau.")

@@ -366,3 +366,32 @@ async def test_evaluations_name_the_guideline_chunks_they_used(ic: Any, fake_ser
     (used,) = evaluation["guidelines_used"]
     assert used["document_id"] == doc["id"] and used["chunk_index"] == 0 and 0 < used["similarity"] <= 1
     assert evaluation["guidelines_error"] is None
+
+
+async def test_a_call_planning_more_model_calls_than_the_limit_is_refused_before_any(
+        tmp_path: Path, fake_server: FakeModelServer, image_b64: str) -> None:
+    """Two images by two agents, three samples each: 12 planned calls, above a limit of 10."""
+    settings = make_settings(tmp_path / "home", model="openai:gpt-fake", openai_api_key="k",
+                             openai_base_url=fake_server.openai_url, image_max_calls=10)
+    async with Client(create_server(settings)) as c:
+        await agent(c, "alpha", 50)
+        await agent(c, "beta", 50)
+        text = await error_of(c, "evaluate_image", brief="b", images=[image_b64, image_b64], samples=3)
+        assert await call(c, "list_runs") == {"runs": []}
+    assert text.endswith(
+        "evaluate_image over 2 image(s), 2 agent(s) judging by 2 model(s) in all, 3 sample(s) each, plans 12 model "
+        "calls, above the limit of 10 (setting JUDGE_MCP_IMAGE_MAX_CALLS); judge with fewer images, agents "
+        "(agent_ids), jury models or samples")
+    assert fake_server.requests == []
+
+
+async def test_a_call_planning_exactly_the_limit_runs(tmp_path: Path, fake_server: FakeModelServer,
+                                                      image_b64: str) -> None:
+    settings = make_settings(tmp_path / "home", model="openai:gpt-fake", openai_api_key="k",
+                             openai_base_url=fake_server.openai_url, image_max_calls=4)
+    async with Client(create_server(settings)) as c:
+        await agent(c, "alpha", 50)
+        fake_server.respond_with(by_system({"alpha": verdict(70)}))
+        result = await call(c, "evaluate_image", brief="b", images=[image_b64, image_b64], samples=2)
+    assert [e["score"] for e in result["evaluations"]] == [70, 70]
+    assert len(fake_server.requests) == 4

@@ -36,6 +36,7 @@ T = TypeVar("T")
 class ImageSettings:
     policy: ImagePolicy
     max_images: int = 16
+    max_calls: int = 400  # model calls one evaluate_image call may plan: images × each agent's models × samples
     max_iterations: int = 10
     plateau_window: int = 3
     plateau_threshold: float = 0.02
@@ -147,9 +148,11 @@ class ImageJudging:
         if max_iterations is not None and not 1 <= max_iterations <= 100:
             raise InputError(f"max_iterations must be between 1 and 100 (got {max_iterations})")
         agents = await self.panel(org, agent_ids, run_id)
-        parts = await anyio.to_thread.run_sync(self.load_images, images, policy)  # decoding stays off the loop
+        models = 0
         for agent in agents:  # a missing backend fails here, first
-            await call.members(agent)
+            models += len(await call.members(agent))
+        self.check_plan(len(images), len(agents), models, call.samples)
+        parts = await anyio.to_thread.run_sync(self.load_images, images, policy)  # decoding stays off the loop
         if run_id is None:
             run_id = await self._store(self.runs.create, org, brief, max_iterations or self.settings.max_iterations,
                                        [a.id for a in agents])
@@ -181,6 +184,18 @@ class ImageJudging:
                                winner_index=it.winner_index, plateau=self.plateau(run), usage=it.usage,
                                run_usage=sum((i.usage for i in run.iterations), Usage()),
                                jury_agreement=jury_agreement(evaluations) if any(call.is_jury(a) for a in agents) else None)
+
+    def check_plan(self, images: int, agents: int, models: int, samples: int) -> None:
+        """The model calls one call plans (each image by each agent's models, each `samples` times) within
+        `max_calls`, else an InputError before any call saying what to cut: a jury of 8 with 10 samples over 16
+        images planned 1,280 calls per agent."""
+        planned = images * models * samples
+        if planned > self.settings.max_calls:
+            raise InputError(
+                f"evaluate_image over {images} image(s), {agents} agent(s) judging by {models} model(s) in all, "
+                f"{samples} sample(s) each, plans {planned:,} model calls, above the limit of "
+                f"{self.settings.max_calls:,} (setting JUDGE_MCP_IMAGE_MAX_CALLS); judge with fewer images, agents "
+                "(agent_ids), jury models or samples")
 
     def report(self, org: str, run_id: str) -> RunReport:
         run = self.runs.get(org, run_id)
