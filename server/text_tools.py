@@ -55,6 +55,9 @@ class ScoreTextInput(BaseModel):
 async def score_text(ctx: Context, args: ScoreTextInput) -> Judging[TextScore]:
     """Score a text on a rubric or criteria: each on its scale (and 0–100), and a weighted total."""
     found = resolve_criteria(args.rubric, args.criteria)
+    sizes = app_of(ctx).settings.size_limits()
+    for criterion in args.criteria or []:
+        sizes.text(f"criteria[{criterion.name}].description", criterion.description)
     passages = [*(args.context or []),
                 *(c.text for c in await _agent_contexts(ctx, args.agent_id, args.instruction or args.text))]
 

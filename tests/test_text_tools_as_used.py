@@ -329,3 +329,15 @@ async def test_score_text_refuses_weights_whose_sum_would_overflow(tmp_path: Pat
     assert said.endswith("criteria[tone].weight: at most 1e+12 (got 1e+308); weights count relative to each "
                          "other, e.g. 1 and 2")
     assert fake_server.requests == []
+
+
+async def test_score_text_refuses_a_criterion_description_past_the_text_limit_before_any_request(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before, a criterion's description had no limit (every other text of score_text has JUDGE_MCP_MAX_TEXT_CHARS).
+    fake_server.respond_with(answer(lambda t: '{"reasoning": "ok", "score": 3}'))
+    async with judge_mcp(tmp_path / "home", fake_server, JUDGE_MCP_MAX_TEXT_CHARS="100") as c:
+        said = await error_of(c, "score_text", text="Hi", criteria=[
+            {"name": "tone", "description": "Is it polite? " * 10}])
+    assert said.endswith("criteria[tone].description is 140 characters; the limit is 100 (JUDGE_MCP_MAX_TEXT_CHARS). "
+                         "Shorten it or judge it in parts, e.g. one section per call")
+    assert fake_server.requests == []
