@@ -25,9 +25,6 @@ TOOLSET_NAMES: tuple[Toolset, ...] = get_args(Toolset)
 _ACCESS: dict[str, tuple[Role, Toolset]] = {}
 # The tools of the modules not declared through server/declare.py yet.
 _UNDECLARED: dict[str, tuple[Role, Toolset]] = {
-    **{name: ("admin", "agents") for name in ("create_agent", "update_agent", "delete_agent", "upload_guideline",
-                                              "delete_guideline")},
-    **{name: ("member", "agents") for name in ("list_agents", "get_agent", "list_guidelines", "search_guidelines")},
     **{name: ("member", "images") for name in ("evaluate_image", "optimize_prompt", "get_run", "list_runs")},
     **{name: ("member", "code") for name in ("judge_code", "propose_patch")},
     **{name: ("member", "patches") for name in ("validate_patch", "apply_patch")},
