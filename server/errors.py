@@ -263,6 +263,9 @@ def arguments_error(schema: dict[str, Any], exc: Any) -> str:
         where = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(loc))
         seen.setdefault(where or "the arguments", [error, node if loc else None, loc])
     for where, (error, node, loc) in list(seen.items())[:2]:
+        if isinstance(error.get("ctx", {}).get("error"), JudgeError):  # an input model's own check: its message
+            sentences.append(str(error["ctx"]["error"]))               # names the argument and what to give
+            continue
         got = "" if error["type"] == "missing" else f" (got {json.dumps(error.get('input'), default=str)[:60]})"
         what = _what(error, node, schema)
         example = "" if what.startswith("must be between") else \

@@ -93,9 +93,8 @@ class SearchGuidelinesInput(BaseModel):
     @classmethod
     def _short(cls, query: str) -> str:
         if len(query) > MAX_QUERY_CHARS:
-            # the adapter's error names the argument: "query is 10,005 characters; ..."
-            raise InputError(f"is {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,}. Search with the words "
-                             "that matter")
+            raise InputError(f"query is {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,}. Search with the "
+                             "words that matter, e.g. \"logo placement on dark backgrounds\"")
         return query
 
 
