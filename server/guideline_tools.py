@@ -85,9 +85,10 @@ async def delete_guideline(ctx: Context, args: DeleteGuidelineInput) -> DeletedD
 class SearchGuidelinesInput(BaseModel):
     agent_id: AgentId
     query: Annotated[str, Field(description="What to look for, e.g. the brief and the generation prompt.")]
-    top_k: Annotated[int | None, Field(description=f"1–{TOP_K_MAX}; default: the agent's rag_config.top_k.")] = None
-    similarity_threshold: Annotated[float | None, Field(
-        description="0–1; default: the agent's rag_config, else the server's.")] = None
+    top_k: Annotated[int | None, Field(ge=1, le=TOP_K_MAX, description=(
+        "Default: the agent's rag_config.top_k."))] = None
+    similarity_threshold: Annotated[float | None, Field(ge=0, le=1, description=(
+        "Default: the agent's rag_config, else the server's."))] = None
 
     @field_validator("query")
     @classmethod
