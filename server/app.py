@@ -337,10 +337,7 @@ def _register_tools(mcp: JudgeServer, name: str, settings: Settings) -> None:
     module = __import__(f"{__package__}.{name}", fromlist=["TOOLS"])
     if name == "code_tools":
         module.probe_gate_sandbox(settings)  # logs which sandbox gates use; a required one missing stops the server
-    if hasattr(module, "TOOLS"):
-        declare.register(mcp, module.TOOLS)
-    else:
-        module.register(mcp)
+    declare.register(mcp, module.TOOLS)
 
 
 def create_server(settings: Settings, *, http_auth: bool = False, base_url: str | None = None,

@@ -23,12 +23,6 @@ TOOLSET_NAMES: tuple[Toolset, ...] = get_args(Toolset)
 # role-filters tools without importing their modules). `admin` manages the organization's judges and their
 # documents; `member` uses them.
 _ACCESS: dict[str, tuple[Role, Toolset]] = {}
-# The tools of the modules not declared through server/declare.py yet.
-_UNDECLARED: dict[str, tuple[Role, Toolset]] = {
-    **{name: ("admin", "agents") for name in ("create_agent", "update_agent", "delete_agent", "upload_guideline",
-                                              "delete_guideline")},
-    **{name: ("member", "agents") for name in ("list_agents", "get_agent", "list_guidelines", "search_guidelines")},
-}
 
 
 def know(tool: str, role: Role, toolset: Toolset) -> None:
@@ -39,7 +33,7 @@ def know(tool: str, role: Role, toolset: Toolset) -> None:
 def access_of(tool: str) -> tuple[Role, Toolset] | None:
     """`tool`'s role and toolset; None for a tool neither declared nor in a cached listing (it needs admin, and is
     in no toolset)."""
-    return _ACCESS.get(tool) or _UNDECLARED.get(tool)
+    return _ACCESS.get(tool)
 
 
 def role_of(tool: str) -> Role:
@@ -59,7 +53,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from .declare import declared
 
-    tools = {d.name: (d.role, d.toolset) for d in declared()} | _UNDECLARED
+    tools = {d.name: (d.role, d.toolset) for d in declared()}
     if name == "TOOL_ROLES":
         return {tool: role for tool, (role, _) in tools.items()}
     if name == "TOOLSET_OF":

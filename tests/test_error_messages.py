@@ -60,7 +60,7 @@ MISTAKES: list[tuple[str, dict[str, Any], str]] = [
     ("get_run", {"run_id": "no-such-run"},
      "invalid input: no run 'no-such-run' in this organization (evaluate_image returns run_id)"),
     ("search_guidelines", {"agent_id": "{agent}", "query": "logo", "top_k": 0},
-     "invalid input: top_k must be between 1 and 50 (got 0)"),
+     "invalid input: top_k must be between 1 and 50 (got 0)."),
     ("create_agent", {"name": "Judge", "system_prompt": "Score it.", "rag_config": {"top_k": "five"}},
      'invalid input: rag_config.top_k must be a whole number (got "five"), e.g. 5.'),
     ("create_agent", {"name": "Judge", "system_prompt": "Score it.", "model": "gpt4"},

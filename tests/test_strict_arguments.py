@@ -93,3 +93,15 @@ def test_a_misspelt_synonym_still_finds_the_argument_it_stands_for() -> None:
     schema = {"type": "object", "properties": {"query": {}, "sort_by": {}, "order": {}}}
     assert unknown_argument(schema, {"serch": "x"}) == \
         "invalid input: unknown argument 'serch'; did you mean 'query'? valid: query, sort_by, order"
+
+
+@pytest.mark.e2e
+def test_a_check_of_an_input_model_is_said_as_it_says_it(running: StdioSession) -> None:
+    """search_guidelines' query limit is a validator of its input model: its message alone, the argument named once
+    and the 10,005 characters not echoed back."""
+    agent = running.call("list_agents", {}).structured_content["agents"][0]["id"]
+    result = running.call("search_guidelines", {"agent_id": agent, "query": "logo " * 2001})
+    assert result.is_error is True
+    assert result.content[0].text == (
+        "Error executing tool search_guidelines: invalid input: query is 10,005 characters; the limit is 10,000. "
+        "Search with the words that matter, e.g. \"logo placement on dark backgrounds\"")
