@@ -22,7 +22,7 @@ AS_CREATED: dict[str, Any] = {LISTED_AS: {"type": "object", "description": "As i
 SCALE_HELP = "The {min, max} its prompt scores on; default {0, 100}; readings outside fail as out_of_range."
 JURY_HELP = "A jury of 2–8 models for evaluate_image; the score is their mean."
 RAG_HELP = ("top_k: chunks per evaluation (1–50, default 5); similarity_threshold: least cosine similarity "
-            "0–1 (null: the server's).")
+            "0–1 (null: server's).")
 
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 UPDATE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
@@ -44,7 +44,7 @@ class DeletedAgent(BaseModel):
 
 
 class CreateAgentInput(BaseModel):
-    name: Annotated[str, Field(description="Human-readable name, e.g. 'Brand Compliance Judge'.")]
+    name: Annotated[str, Field(description="e.g. 'Brand Compliance Judge'.")]
     system_prompt: Annotated[str | None, Field(description="How the agent judges; optional with template_id.")] = None
     evaluation_categories: Annotated[str | None, Field(description="Categories the agent scores.")] = None
     scoring_weight: Weight = None

@@ -8,7 +8,6 @@ from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field, field_validator
 
 from judges.analysis.judge import BUILTIN, DETERMINISTIC, AnalysisResult, evaluate_analysis
-from judges.errors import InputError
 
 from .context import ExpectedScore, JuryModels, Samples, UseCache, app_of
 from .declare import JSON_VALUE, TEXT, Judging, judge
@@ -42,7 +41,8 @@ class EvaluateAnalysisInput(BaseModel):
     def _pairs(cls, cardinality: dict[str, list[int]] | None) -> dict[str, list[int]] | None:
         for path, pair in (cardinality or {}).items():
             if len(pair) != 2 or pair[0] > pair[1]:
-                raise InputError(f"cardinality[{path!r}] must be [min, max] with min <= max")
+                # the adapter names the argument: "cardinality entry 'a' must be …, e.g. {"insights": [3, 5]}."
+                raise ValueError(f"entry {path!r} must be [min, max] with min <= max")
         return cardinality
 
 

@@ -89,7 +89,7 @@ Samples = Annotated[int, Field(ge=1, description=(
 Background = Annotated[bool | None, Field(description=(
     "Default: true, unless the model is the host's (MCP sampling)."))]
 PassAt = Annotated[float | None, Field(description=(
-    "Scores: the judge's pass mark ; default the middle."))]
+    "Scores: the judge's pass mark (score_text: on its 0–100 total); default the middle."))]
 HumanPassAt = Annotated[float | None, Field(description=(
     "Scores: the humans' mean that passes; default the middle."))]
 

@@ -17,7 +17,7 @@ from judges.code.judge import CodeVerdict, ProposedPatch
 from judges.errors import ConfigError
 
 from .context import ClientRoots, JuryModels, Samples, UseCache, app_of, roots_for
-from .declare import Judging, judge
+from .declare import TEXT, Judging, judge
 from .jobs import Background
 from .settings import Settings
 from .startup import LISTED_AS
@@ -86,16 +86,16 @@ def probe_gate_sandbox(settings: Settings) -> None:
 
 
 class JudgeCodeInput(BaseModel):
-    spec: Annotated[str, Field(description="What the code must do.")]
+    spec: Annotated[str, Field(description="What the code must do."), TEXT]
     root: Root = None
     files: Files = None
-    diff: Annotated[str | None, Field(description="The change under review (unified diff).")] = None
+    diff: Annotated[str | None, Field(description="The change under review (unified diff)."), TEXT] = None
     run_gates: Annotated[bool, Field(description="Run ruff, mypy and pytest on a copy.")] = True
     gates: Annotated[list[str] | dict[str, list[str]] | None, Field(
         description="Names (lint, types, tests), or {name: [arguments]}: test ids, relative paths, allowlisted "
-                    "flags (an error lists them), e.g. {\"tests\": [\"-x\", \"tests/test_a.py::test_b\"]}. "
+                    "flags, e.g. {\"tests\": [\"-x\", \"tests/test_a.py::test_b\"]}. "
                     "Default: all.")] = None
-    model_notes: str | None = None
+    model_notes: Annotated[str | None, TEXT] = None
     candidates: Annotated[list[list[SourceFile]] | None, Field(
         description="Several file sets: the gates pick the one judged.", json_schema_extra={LISTED_AS: {
             "type": "array", "items": {"type": "array"},
@@ -123,12 +123,13 @@ async def judge_code(ctx: Context, args: JudgeCodeInput, client_roots: ClientRoo
 
 
 class ProposePatchInput(BaseModel):
-    spec: str
+    spec: Annotated[str, TEXT]
     root: Root = None
     files: Files = None
-    diagnostics: Annotated[str | None, Field(description="Lint/type/test output; default: run the gates.")] = None
+    diagnostics: Annotated[str | None, Field(description="Lint/type/test output; default: run the gates."),
+                           TEXT] = None
     fix_plan: Annotated[list[dict[str, str]] | None, Field(description="judge_code's fix_plan.")] = None
-    max_rounds: Annotated[int, Field(description="Judge/fix rounds when apply_and_rejudge (1-5).")] = 1
+    max_rounds: Annotated[int, Field(ge=1, le=5, description="Judge/fix rounds when apply_and_rejudge.")] = 1
     apply_and_rejudge: Annotated[bool, Field(
         description="Apply each patch to a copy and re-run the gates.")] = False
     cache: UseCache = True

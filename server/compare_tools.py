@@ -22,14 +22,14 @@ class PairwiseCompareInput(BaseModel):
     instruction: Annotated[str, Field(description="The editing instruction (images) or the task (texts).")]
     candidates: Annotated[list[str], Field(description="Two for pairwise, one or two for viescore: images "
                                                        "(path, data: URI, base64) or texts.")]
-    input_image: Annotated[str | None, Field(description="The source image, when there is one.")] = None
+    input_image: Annotated[str | None, Field(description="The source image, if any.")] = None
     method: Literal["pairwise", "viescore"] = "pairwise"
     swap: Annotated[bool, Field(description="Ask both orders at once; check they agree.")] = True
     prompt_id: Annotated[str | None, Field(description="A prompt asset, e.g. "
                                                        "vlm/assessment/visual_quality/viescore@v2.")] = None
     prompt_version: str | None = None
     candidate_type: Annotated[Literal["auto", "image", "text"], Field(
-        description="auto: images if every candidate looks like one, else text.")] = "auto"
+        description="auto: images if all look like images, else text.")] = "auto"
     score_scale: Annotated[ScoreScale | None, Field(description=SCALE, json_schema_extra={
         LISTED_AS: {**MIN_MAX, "description": SCALE}})] = None
     cache: UseCache = True

@@ -209,6 +209,7 @@ EXAMPLES = {
     "query": '"logo placement"', "patch": '{"ops": [{"kind": "add", "path": "notes.txt", "content": "hello\\n"}]}',
     "content": '"def add(a, b):\\n    return a + b\\n"', "path": '"src/app.py"', "prompt": '"a red bicycle, golden hour"',
     "run_id": '"5b1e…" (the run_id evaluate_image returned)', "document_id": '"9d0a…" (an id from list_guidelines)',
+    "cardinality": '{"insights": [3, 5]}',
 }
 
 

@@ -48,7 +48,7 @@ class UploadGuidelineInput(BaseModel):
 async def upload_guideline(ctx: Context, args: UploadGuidelineInput,
                            client_roots: ClientRoots = None) -> Annotated[CallToolResult, GuidelineDocument]:
     """Add a guideline document (PDF, DOCX, text) to an agent, for retrieval; the same bytes again return the
-    existing record (duplicate_of)."""
+    existing record."""
     app, roots = app_of(ctx), roots_for(ctx, client_roots)
     # Decoding 20 MB of base64 (or reading the file) takes ~0.2 s: in a worker thread, off the event loop.
     data, name = await anyio.to_thread.run_sync(lambda: read_source(
@@ -84,7 +84,7 @@ async def delete_guideline(ctx: Context, args: DeleteGuidelineInput) -> DeletedD
 
 class SearchGuidelinesInput(BaseModel):
     agent_id: AgentId
-    query: Annotated[str, Field(description="What to look for, e.g. the brief and the generation prompt.")]
+    query: Annotated[str, Field(description="e.g. the brief and the generation prompt.")]
     top_k: Annotated[int | None, Field(ge=1, le=TOP_K_MAX, description=(
         "Default: the agent's rag_config.top_k."))] = None
     similarity_threshold: Annotated[float | None, Field(ge=0, le=1, description=(

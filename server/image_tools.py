@@ -28,7 +28,7 @@ from .context import (
     image_policy,
     organization_of,
 )
-from .declare import READ_ONLY, Judging, judge, tool
+from .declare import READ_ONLY, TEXT, Judging, items, judge, tool
 from .jobs import Background, resource_updated
 
 Images = Annotated[list[str], Field(description="Paths (in the allowed roots), data: URIs or base64: PNG, JPEG, "
@@ -69,10 +69,11 @@ def given_evaluations(evaluations: list[dict[str, Any]] | None) -> list[Evaluati
 
 
 class EvaluateImageInput(BaseModel):
-    brief: Annotated[str, Field(description="What the image should show.")]
+    brief: Annotated[str, Field(description="What the image should show."), TEXT]
     images: Images
-    prompt: Annotated[str | None, Field(description="The images' generation prompt.")] = None
-    agent_ids: Annotated[list[str] | None, Field(description="Default: all agents.")] = None
+    prompt: Annotated[str | None, Field(description="The images' generation prompt."), TEXT] = None
+    agent_ids: Annotated[list[str] | None, Field(description="Default: all agents."),
+                         items("e.g. the agents this brief needs")] = None
     run_id: Annotated[str | None, Field(description="Continue this run (its next iteration).")] = None
     max_iterations: Annotated[int | None, Field(description="The run's budget; default 10.")] = None
     cache: UseCache = True
@@ -132,12 +133,12 @@ async def get_run(ctx: Context, args: GetRunInput) -> Annotated[CallToolResult, 
 
 
 class OptimizePromptInput(BaseModel):
-    brief: str
-    prompt: Annotated[str, Field(description="The current generation prompt.")]
+    brief: Annotated[str, TEXT]
+    prompt: Annotated[str, Field(description="The current generation prompt."), TEXT]
     run_id: Annotated[str | None, Field(description="Or the winner's evaluations from this run's last "
                                                     "iteration.")] = None
     evaluations: Annotated[list[dict[str, Any]] | None, Field(description=(
-        "Or evaluations as evaluate_image returned them."))] = None
+        "Or evaluations as evaluate_image returned them.")), items("e.g. the winning image's")] = None
     cache: UseCache = True
     background: Background = False
 

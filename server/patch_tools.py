@@ -99,8 +99,8 @@ async def validate_patch_tool(ctx: Context, args: ValidatePatchInput,
 @tool(role="member", toolset="patches", annotations=DESTRUCTIVE)
 async def apply_patch_tool(ctx: Context, args: ApplyPatchInput,
                            client_roots: ClientRoots = None) -> Annotated[CallToolResult, ApplyReport]:
-    """Write a patch all-or-nothing (no file changes if any op fails), keeping CRLF and BOMs; one that could not
-    apply is an isError result with errors and diff. Other arguments as in validate_patch."""
+    """Write a patch all-or-nothing (nothing changes if any op fails), keeping CRLF and BOMs; a failed one is an
+    isError result with errors and diff. Other arguments as in validate_patch."""
     ops, base, limits = await prepare(ctx, client_roots, args)
     assert base is not None
     report = await anyio.to_thread.run_sync(

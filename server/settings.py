@@ -257,11 +257,13 @@ class Settings(BaseSettings):
         "score); a larger plan is refused before any call, naming a cheaper method."))
     max_text_chars: int = Field(default=SIZES.text_chars, ge=1, description=(
         "Longest text argument of the text judges (score_text, compare_to_reference, rank_texts, "
-        "evaluate_rag_answer, evaluate_trajectory: each text, answer, reference, context, candidate, goal) and of "
-        "search queries, in characters; a longer one is refused before any work."))
+        "evaluate_rag_answer, evaluate_trajectory: each text, answer, reference, context, candidate, goal), of "
+        "evaluate_image's and optimize_prompt's brief and prompt, and of search queries, in characters; a longer one "
+        "is refused before any work."))
     max_list_items: int = Field(default=SIZES.list_items, ge=1, description=(
         "Most entries in one list argument of the text judges (evaluate_trajectory's steps and expected_tools, "
-        "contexts); a longer list is refused before any work."))
+        "contexts), of evaluate_image's agent_ids and optimize_prompt's evaluations; a longer list is refused before "
+        "any work."))
     max_analysis_chars: int = Field(default=SIZES.analysis_chars, ge=1, description=(
         "Largest evaluate_analysis analysis (and schema), in characters of JSON; a larger one is refused before "
         "any check runs."))

@@ -131,3 +131,16 @@ def test_a_unified_diff_without_its_last_newline_applies(session: tuple[StdioSes
     result = running.call("apply_patch", {"patch": diff, "root": names["project"], "dry_run": True})
     assert result.is_error is False
     assert result.structured_content["diff"] == diff + "\n"
+
+
+@pytest.mark.e2e
+def test_max_rounds_outside_one_to_five_is_refused_by_its_listed_bounds(
+        session: tuple[StdioSession, dict[str, str]]) -> None:
+    running, names = session
+    listed = {t.name: t for t in running.run(running.client.list_tools()).tools}["propose_patch"]
+    result = running.call("propose_patch", {"spec": "Fix add.", "root": names["project"], "diagnostics": "E1",
+                                            "max_rounds": 6})
+    assert (listed.input_schema["properties"]["max_rounds"]["minimum"],
+            listed.input_schema["properties"]["max_rounds"]["maximum"]) == (1, 5)
+    assert result.content[0].text == ("Error executing tool propose_patch: invalid input: max_rounds must be "
+                                      "between 1 and 5 (got 6).")

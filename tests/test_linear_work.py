@@ -263,6 +263,21 @@ def test_a_search_query_over_the_limit_is_refused_naming_the_limit(small_limits:
     assert "query is 10,005 characters; the limit is 10,000. Search with the words that matter" in message
 
 
+@pytest.mark.e2e
+def test_a_code_spec_over_the_text_limit_is_refused_before_any_gate(small_limits: StdioSession) -> None:
+    message = error_text(small_limits, "judge_code", {"spec": "s" * 1001, "files": [{"path": "a.py",
+                                                                                     "content": "x = 1\n"}]})
+    assert message == ("Error executing tool judge_code: invalid input: spec is 1,001 characters; the limit is 1,000 "
+                       "(JUDGE_MCP_MAX_TEXT_CHARS). Shorten it or judge it in parts, e.g. one section per call")
+
+
+@pytest.mark.e2e
+def test_diagnostics_over_the_text_limit_are_refused_naming_them(small_limits: StdioSession) -> None:
+    message = error_text(small_limits, "propose_patch", {"spec": "Fix it.", "diagnostics": "E" * 1001,
+                                                         "files": [{"path": "a.py", "content": "x = 1\n"}]})
+    assert "diagnostics is 1,001 characters; the limit is 1,000 (JUDGE_MCP_MAX_TEXT_CHARS)" in message
+
+
 # --- the rest of the class: each was quadratic (or worse) on text a caller controls -----------------
 
 def cpu_seconds(fn: Callable[[], Any]) -> float:
