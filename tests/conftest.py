@@ -125,11 +125,15 @@ def engine(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def database_url(engine: str, request: pytest.FixtureRequest) -> str | None:
-    """None for SQLite in the data home, or a fresh PostgreSQL database's URL."""
+def database_url(engine: str, request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """None for SQLite in the data home, or a fresh PostgreSQL database's URL (dropped after the test)."""
     if engine == "sqlite":
-        return None
-    return str(request.getfixturevalue("postgres").create_database())
+        yield None
+        return
+    cluster = request.getfixturevalue("postgres")
+    url = str(cluster.create_database())
+    yield url
+    cluster.drop_database(url)
 
 
 @pytest.fixture
