@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -59,6 +60,17 @@ def fake_server(fake_server_session: FakeModelServer) -> Iterator[FakeModelServe
 MODEL_CACHE = Path(tempfile.gettempdir()) / "judge-mcp-test-models"
 
 
+def memory_tmpdir() -> str | None:
+    """/dev/shm when this machine has it writable with a GB free (a filesystem in memory: a file sync or a
+    directory removal costs microseconds there, ~10 ms on a busy disk), else None (tempfile's default). For tests
+    whose time goes to their own scratch trees, not to what they assert (tests/test_patch_properties.py)."""
+    try:
+        free = os.statvfs("/dev/shm")
+    except OSError:
+        return None
+    return "/dev/shm" if os.access("/dev/shm", os.W_OK) and free.f_bavail * free.f_frsize >= 1 << 30 else None
+
+
 def make_settings(home: Path, **overrides: Any) -> Settings:
     """Settings whose one allowed root is `home` (created), with the data beside it (mcp_helpers.data_home)."""
     from tests.mcp_helpers import data_home
@@ -113,11 +125,15 @@ def engine(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def database_url(engine: str, request: pytest.FixtureRequest) -> str | None:
-    """None for SQLite in the data home, or a fresh PostgreSQL database's URL."""
+def database_url(engine: str, request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """None for SQLite in the data home, or a fresh PostgreSQL database's URL (dropped after the test)."""
     if engine == "sqlite":
-        return None
-    return str(request.getfixturevalue("postgres").create_database())
+        yield None
+        return
+    cluster = request.getfixturevalue("postgres")
+    url = str(cluster.create_database())
+    yield url
+    cluster.drop_database(url)
 
 
 @pytest.fixture

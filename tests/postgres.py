@@ -76,6 +76,15 @@ class PgCluster:
             conn.execute(f"CREATE DATABASE {name}")
         return self.url(name)
 
+    def drop_database(self, url: str) -> None:
+        """Drop a database create_database made, closing its connections: the session's cluster stays ~50 MB
+        (each database copies a ~10 MB template: ~2.5 GB over the suite, as slow to remove at its end)."""
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(url.rsplit("/", 1)[1])))
+
     def stop(self) -> None:
         try:
             self._run(self.bindir / "pg_ctl", "-D", self.data, "-m", "immediate", "stop")

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from judges.patches.ops import apply_patch
+from tests.conftest import memory_tmpdir
 
 NAMES = ["a.txt", "b.txt", "d/c.txt"]
 WORDS = st.sampled_from(["alpha", "beta", "gamma", "delta", "x", "y"])
@@ -32,8 +33,11 @@ def ops(draw: Any) -> dict[str, Any]:
             "deleteCount": draw(st.integers(0, 3)), "insert": draw(TEXT)}
 
 
+SCRATCH = memory_tmpdir()  # thousands of trees: in memory their syncs and removals cost ~nothing
+
+
 def build(files: dict[str, str]) -> Path:
-    root = Path(tempfile.mkdtemp(prefix="judge-prop-"))
+    root = Path(tempfile.mkdtemp(prefix="judge-prop-", dir=SCRATCH))
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
