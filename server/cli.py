@@ -127,7 +127,8 @@ def run_tokens(settings: Settings, args: argparse.Namespace) -> int:
     from judges.store.access import TokenStore
     from judges.store.database import open_database
 
-    db = open_database(settings.database_url, settings.database_path)
+    db = open_database(settings.database_url, settings.database_path,
+                       start_wait_s=settings.database_start_wait_s)
     try:
         store = TokenStore(db)
         # A CLI command, not the stdio server: its output is written to stdout, its errors to stderr.
@@ -169,7 +170,8 @@ def stored_token_owners(settings: Settings) -> list[tuple[str, str]]:
     from judges.store.access import TokenStore
     from judges.store.database import open_database
 
-    db = open_database(settings.database_url, settings.database_path)
+    db = open_database(settings.database_url, settings.database_path,
+                       start_wait_s=settings.database_start_wait_s)
     try:
         return [(t.organization_id, t.role) for t in TokenStore(db).list() if t.revoked_at is None]
     finally:

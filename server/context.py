@@ -223,7 +223,8 @@ async def open_app(settings: Settings, *, client_roots: bool = True,
                    categories: Mapping[str, Any] | None = None) -> AsyncIterator[AppContext]:
     settings.register_secrets()
     categories = analysis_categories(settings) if categories is None else categories
-    db = open_database(settings.database_url, settings.database_path)
+    db = open_database(settings.database_url, settings.database_path,
+                       start_wait_s=settings.database_start_wait_s)
     models = build_registry(settings)
     guidelines: Guidelines | None = None
     try:

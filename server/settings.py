@@ -23,6 +23,7 @@ from judges.models.guard import CallPolicy
 from judges.models.prices import Price
 from judges.models.registry import parse_model_string
 from judges.patches.ops import DEFAULT_LIMITS, PatchLimits
+from judges.store.database import START_WAIT_S
 from judges.store.access import ROLES
 from judges.store.guidelines import IngestSettings
 from rag.formats import Limits as DocumentLimits
@@ -158,6 +159,9 @@ class Settings(BaseSettings):
     database_url: str | None = Field(default=None, description="A PostgreSQL database for the state (agents, "
                                      "documents, runs, jobs) instead of SQLite in the data home, e.g. "
                                      "postgresql://judge:secret@127.0.0.1:5432/judge; several replicas share it.")
+    database_start_wait_s: float = Field(default=START_WAIT_S, gt=0, le=3600, description=(
+        "How long a starting server waits for JUDGE_MCP_DATABASE_URL to answer (replicas may start before the "
+        "database), in seconds; then it stops, saying which database did not answer."))
     lease_s: float = Field(default=15.0, gt=0, le=3600, description="How long a background job or upload stays held "
                            "by a replica that stopped heartbeating before another marks it interrupted.")
     chroma_url: str | None = Field(default=None, description="A Chroma server (chroma run) to use instead of the "

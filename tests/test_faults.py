@@ -174,10 +174,11 @@ def test_a_server_started_with_its_database_down_stops_with_one_sentence_naming_
     port = free_port()  # nothing listens there
     proc = subprocess.run([JUDGE_MCP, "--transport", "http", "--port", str(free_port())], cwd="/", env=server_env(
         home, JUDGE_MCP_DATABASE_URL=f"postgresql://judge:s3cretPW@127.0.0.1:{port}/judges",
-        JUDGE_MCP_WARM_EMBEDDINGS="false"), capture_output=True, text=True, timeout=120)
+        JUDGE_MCP_DATABASE_START_WAIT_S="2.5", JUDGE_MCP_WARM_EMBEDDINGS="false"), capture_output=True, text=True,
+        timeout=120)
     last = proc.stderr.strip().splitlines()[-1]
     assert proc.returncode == 1
     assert last == (f"judge-mcp: the state database postgresql://127.0.0.1:{port}/judges "
-                    "(JUDGE_MCP_DATABASE_URL) did not answer within 30 s of the start (start PostgreSQL, or correct "
-                    "the URL's host, port, database and credentials)")
+                    "(JUDGE_MCP_DATABASE_URL) did not answer within 2.5 s of the start (start PostgreSQL, correct "
+                    "the URL's host, port, database and credentials, or wait longer: JUDGE_MCP_DATABASE_START_WAIT_S)")
     assert "Traceback" not in proc.stderr and "s3cretPW" not in proc.stderr

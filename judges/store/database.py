@@ -369,7 +369,7 @@ class _PgConnection:
 
 POOL_WAIT_S = 5.0  # the longest a call waits for a database connection
 CONNECT_TIMEOUT_S = 3  # one connection attempt
-START_WAIT_S = 30  # the longest a starting server waits for the database (replicas may start before it)
+START_WAIT_S = 30.0  # the longest a starting server waits for the database, by default (replicas may start before it)
 
 
 @contextmanager
@@ -394,7 +394,8 @@ class PostgresDatabase(Database):
     kind = "postgresql"
     insertion_order = "seq"
 
-    def __init__(self, url: str, *, pool_size: int = 10):  # not super().__init__: that one opens SQLite
+    def __init__(self, url: str, *, pool_size: int = 10,
+                 start_wait_s: float = START_WAIT_S):  # not super().__init__: that one opens SQLite
         import psycopg_pool
 
         self.url = url
@@ -408,15 +409,16 @@ class PostgresDatabase(Database):
                                                  kwargs={"row_factory": _row_factory, "autocommit": True,
                                                          "connect_timeout": CONNECT_TIMEOUT_S})
         try:
-            self._pool.wait(timeout=START_WAIT_S)
+            self._pool.wait(timeout=start_wait_s)
         except psycopg_pool.PoolTimeout:
             self._pool.close()
             from judges.errors import UnavailableError
 
             raise UnavailableError(
                 f"the state database {self.describe()} (JUDGE_MCP_DATABASE_URL) did not answer within "
-                f"{START_WAIT_S} s of the start",
-                hint="start PostgreSQL, or correct the URL's host, port, database and credentials") from None
+                f"{start_wait_s:g} s of the start",
+                hint="start PostgreSQL, correct the URL's host, port, database and credentials, or wait longer: "
+                     "JUDGE_MCP_DATABASE_START_WAIT_S") from None
         self._prepare()
 
     def describe(self) -> str:
@@ -477,8 +479,9 @@ class PostgresDatabase(Database):
         return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
 
 
-def open_database(url: str | None, path: Path) -> Database:
-    """PostgreSQL when a URL is given (JUDGE_MCP_DATABASE_URL), else SQLite at `path`."""
+def open_database(url: str | None, path: Path, *, start_wait_s: float = START_WAIT_S) -> Database:
+    """PostgreSQL when a URL is given (JUDGE_MCP_DATABASE_URL; waiting at most `start_wait_s` for it to answer),
+    else SQLite at `path`."""
     if url:
-        return PostgresDatabase(url)
+        return PostgresDatabase(url, start_wait_s=start_wait_s)
     return Database(path)
