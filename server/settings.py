@@ -23,8 +23,8 @@ from judges.models.guard import CallPolicy
 from judges.models.prices import Price
 from judges.models.registry import parse_model_string
 from judges.patches.ops import DEFAULT_LIMITS, PatchLimits
-from judges.store.database import START_WAIT_S
 from judges.store.access import ROLES
+from judges.store.database import START_WAIT_S
 from judges.store.guidelines import IngestSettings
 from rag.formats import Limits as DocumentLimits
 
