@@ -148,11 +148,11 @@ class ImageJudging:
         if max_iterations is not None and not 1 <= max_iterations <= 100:
             raise InputError(f"max_iterations must be between 1 and 100 (got {max_iterations})")
         agents = await self.panel(org, agent_ids, run_id)
-        models = 0
-        for agent in agents:  # a missing backend fails here, first
-            models += len(await call.members(agent))
-        self.check_plan(len(images), len(agents), models, call.samples)
         parts = await anyio.to_thread.run_sync(self.load_images, images, policy)  # decoding stays off the loop
+        models = 0
+        for agent in agents:  # a missing backend fails here, before the run is touched
+            models += len(await call.members(agent))
+        self.check_plan(len(parts), len(agents), models, call.samples)
         if run_id is None:
             run_id = await self._store(self.runs.create, org, brief, max_iterations or self.settings.max_iterations,
                                        [a.id for a in agents])
