@@ -144,3 +144,20 @@ def test_max_rounds_outside_one_to_five_is_refused_by_its_listed_bounds(
             listed.input_schema["properties"]["max_rounds"]["maximum"]) == (1, 5)
     assert result.content[0].text == ("Error executing tool propose_patch: invalid input: max_rounds must be "
                                       "between 1 and 5 (got 6).")
+
+
+@pytest.mark.e2e
+def test_a_bounded_number_given_as_a_word_gets_an_example_inside_its_bounds(
+        session: tuple[StdioSession, dict[str, str]]) -> None:
+    running, _ = session
+    result = running.call("create_agent", {"name": "Judge", "system_prompt": "Score it.", "scoring_weight": "high"})
+    assert result.content[0].text == ('Error executing tool create_agent: invalid input: scoring_weight must be a '
+                                      'number (got "high"), e.g. 50.')
+
+
+@pytest.mark.e2e
+def test_a_text_given_as_a_number_gets_an_example_text(session: tuple[StdioSession, dict[str, str]]) -> None:
+    running, _ = session
+    result = running.call("score_text", {"text": 5, "rubric": "correctness"})
+    assert result.content[0].text == ('Error executing tool score_text: invalid input: text must be text (got 5), '
+                                      'e.g. "Paris is the capital of France.".')
