@@ -281,12 +281,15 @@ def arguments_error(schema: dict[str, Any], exc: Any) -> str:
 # Names callers reach for that no difflib ratio links to ours.
 _SYNONYMS = {"search": "query", "q": "query", "filter": "query", "id": "agent_id", "agent": "agent_id",
              "image": "images", "file": "path", "filepath": "path", "directory": "root", "dir": "root",
-             "project": "root", "model_name": "model", "n": "samples", "k": "top_k"}
+             "project": "root", "model_name": "model", "n": "samples", "k": "top_k", "texts": "candidates",
+             "answers": "candidates", "responses": "candidates", "options": "candidates"}
 
 
 def _closest(name: str, valid: list[str]) -> str | None:
     import difflib
 
+    if _SYNONYMS.get(name.lower()) in valid:  # said outright: upload_guideline's 'file' is its path, not its filename
+        return _SYNONYMS[name.lower()]
     close = closest(name, valid)
     if close or len(name) > 200:
         return close

@@ -161,3 +161,20 @@ def test_a_text_given_as_a_number_gets_an_example_text(session: tuple[StdioSessi
     result = running.call("score_text", {"text": 5, "rubric": "correctness"})
     assert result.content[0].text == ('Error executing tool score_text: invalid input: text must be text (got 5), '
                                       'e.g. "Paris is the capital of France.".')
+
+
+@pytest.mark.e2e
+def test_texts_for_rank_texts_is_answered_with_candidates(session: tuple[StdioSession, dict[str, str]]) -> None:
+    running, _ = session
+    result = running.call("rank_texts", {"instruction": "Capital of France?", "texts": ["Paris", "Lyon"]})
+    assert result.content[0].text == ("Error executing tool rank_texts: invalid input: unknown argument 'texts'; did "
+                                      "you mean 'candidates'? valid: instruction, candidates, method, cache, background")
+
+
+@pytest.mark.e2e
+def test_file_for_upload_guideline_is_answered_with_path_not_filename(
+        session: tuple[StdioSession, dict[str, str]]) -> None:
+    running, names = session
+    result = running.call("upload_guideline", {"agent_id": names["agent"], "file": "/home/me/brand.pdf"})
+    assert result.content[0].text == ("Error executing tool upload_guideline: invalid input: unknown argument 'file'; "
+                                      "did you mean 'path'? valid: agent_id, path, content_base64, text, filename")
