@@ -197,6 +197,10 @@ def _sample(schema: dict[str, Any], node: dict[str, Any], depth: int = 0) -> Any
         return {k: _sample(schema, _node(schema, option["properties"][k]), depth + 1) for k in required}
     if kind in ("integer", "number"):
         low = option.get("minimum", option.get("exclusiveMinimum"))
+        high = option.get("maximum", option.get("exclusiveMaximum"))
+        if low is not None and high is not None and kind == "number":  # 0.5 would read as a 0..1 scale on 0..100
+            middle = round((low + high) / 2, 2)
+            return int(middle) if middle == int(middle) else middle
         return low if low is not None and kind == "integer" else _SAMPLE[kind]
     return _SAMPLE.get(kind, "text")
 
@@ -209,7 +213,7 @@ EXAMPLES = {
     "query": '"logo placement"', "patch": '{"ops": [{"kind": "add", "path": "notes.txt", "content": "hello\\n"}]}',
     "content": '"def add(a, b):\\n    return a + b\\n"', "path": '"src/app.py"', "prompt": '"a red bicycle, golden hour"',
     "run_id": '"5b1e…" (the run_id evaluate_image returned)', "document_id": '"9d0a…" (an id from list_guidelines)',
-    "cardinality": '{"insights": [3, 5]}',
+    "cardinality": '{"insights": [3, 5]}', "text": '"Paris is the capital of France."',
 }
 
 
@@ -277,12 +281,15 @@ def arguments_error(schema: dict[str, Any], exc: Any) -> str:
 # Names callers reach for that no difflib ratio links to ours.
 _SYNONYMS = {"search": "query", "q": "query", "filter": "query", "id": "agent_id", "agent": "agent_id",
              "image": "images", "file": "path", "filepath": "path", "directory": "root", "dir": "root",
-             "project": "root", "model_name": "model", "n": "samples", "k": "top_k"}
+             "project": "root", "model_name": "model", "n": "samples", "k": "top_k", "texts": "candidates",
+             "answers": "candidates", "responses": "candidates", "options": "candidates"}
 
 
 def _closest(name: str, valid: list[str]) -> str | None:
     import difflib
 
+    if _SYNONYMS.get(name.lower()) in valid:  # said outright: upload_guideline's 'file' is its path, not its filename
+        return _SYNONYMS[name.lower()]
     close = closest(name, valid)
     if close or len(name) > 200:
         return close

@@ -74,7 +74,7 @@ class Assertion:
         shown = None if actual is _MISSING else actual
         return {"name": self.name, "passed": actual is not _MISSING and _holds(self.op, actual, self.value),
                 "expected": self.value if self.op == "==" else f"{self.op} {json.dumps(self.value)}",
-                "actual": shown if actual is not _MISSING else f"no field {self.path!r} in the result"}
+                "actual": shown if actual is not _MISSING else _no_field(result, self.path)}
 
 
 def _number(value: Any) -> bool:
@@ -118,6 +118,23 @@ def lookup(result: Any, path: str) -> Any:
         else:
             return _MISSING
     return node
+
+
+def _no_field(result: Any, path: str) -> str:
+    """What a path that finds nothing says, with the nearest key where it stopped ('consistnt' -> 'consistent')."""
+    from judges.errors import closest
+
+    node, parts = result, path.split(".")
+    for i, part in enumerate(parts):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and re.fullmatch(r"-?\d{1,9}", part) and -len(node) <= int(part) < len(node):
+            node = node[int(part)]
+        else:
+            near = closest(part, [str(k) for k in node]) if isinstance(node, dict) else None
+            meant = ".".join([*parts[:i], near, *parts[i + 1:]]) if near else None
+            return f"no field {path!r} in the result" + (f"; did you mean {meant!r}?" if meant else "")
+    return f"no field {path!r} in the result"
 
 
 # Keys that hold the judged project's own findings (gate runs, lint errors, failing tests), not a judge's failure.
@@ -408,9 +425,11 @@ class Progress:
             return
         name = f"item {record['index']}" + (f" ({record['id']})" if "id" in record else "")
         extra = ", cached" if record["cached"] else ""
-        failing = next((a["name"] for a in record["assertions"] if not a["passed"]), None)
+        failing = next((a for a in record["assertions"] if not a["passed"]), None)
+        missing = failing is not None and isinstance(failing["actual"], str) and failing["actual"].startswith("no field ")
         why = f": {record['error'][:200]}" if record["is_error"] and record["error"] else \
-            f": {failing}" if failing and state == "failed" else ""
+            f": {failing['name']}" + (f" ({failing['actual']})" if missing else "") \
+            if failing and state == "failed" else ""
         self.stream.write(f"judge-mcp eval: [{self.done}/{self.total}] {name} {state} ({seconds:.2f} s{extra}){why}\n")
         self.stream.flush()
 

@@ -96,14 +96,17 @@ def host_config(host: str, *, roots: list[str] | None, settings: Settings) -> tu
     if roots is None and settings.allowed_roots:
         resolved = list(settings.allowed_roots)
     else:
+        defaulted = not roots
         roots = roots or ["."]
         resolved = [Path(r).expanduser().resolve() for r in roots]
         for given, path in zip(roots, resolved, strict=True):
+            said = f"no --root given, so the current directory ({path})" if defaulted else f"--root {given}"
             if not path.is_dir():
-                raise ValueError(f"--root {given}: no such directory (give a directory the tools may use, e.g. "
+                raise ValueError(f"{said}: no such directory (give a directory the tools may use, e.g. "
                                  "your project: --root ~/code/my-project)")
             if path == Path(path.anchor):
-                raise ValueError(f"--root {given}: the whole filesystem is never a root; name a project directory")
+                raise ValueError(f"{said}: the whole filesystem is never a root; name a project directory, e.g. "
+                                 "--root ~/code/my-project")
     carried, placeholders = carried_env(settings)
     env = {"JUDGE_MCP_MODEL": settings.model, "JUDGE_MCP_ALLOWED_ROOTS": os.pathsep.join(map(str, resolved)),
            "JUDGE_MCP_HOME": str(settings.home), **carried}

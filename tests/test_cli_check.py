@@ -142,3 +142,11 @@ def test_each_organizations_roots_are_listed(tmp_path: Path) -> None:
     done = check(tmp_path, JUDGE_MCP_MODEL="demo",
                  JUDGE_MCP_ORG_ROOTS=f"org-a={tmp_path / 'a'};org-b={tmp_path / 'b'}")
     assert line(done, "roots") == f"roots    ok: org-a: {tmp_path / 'a'}; org-b: {tmp_path / 'b'}"
+
+
+def test_a_misspelt_provider_is_answered_with_the_model_string_it_is_closest_to(tmp_path: Path) -> None:
+    done = check(tmp_path, JUDGE_MCP_MODEL="opnai:gpt-4o")
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[1] == (
+        "  JUDGE_MCP_MODEL: Value error, model 'opnai:gpt-4o' is not understood: use 'auto', 'sampling', "
+        "'anthropic:<model>', 'openai:<model>', 'openai-compatible:<model>' or 'demo'; did you mean 'openai:gpt-4o'?")

@@ -17,6 +17,7 @@ from judges.models.protocol import Message, ModelRequest
 from judges.models.registry import BackendConfig, ModelRegistry, parse_model_string
 from judges.pairwise.judge import pairwise
 from judges.reading.parsing import run_judge
+from judges.store.agents import TEMPLATES
 from tests.mcp_helpers import StdioSession, server_env
 
 
@@ -73,12 +74,12 @@ def png(colour: str) -> str:
 
 
 def image_request(image: str, brief: str = "A red bicycle", iteration: str = "This is iteration 1 of 10.",
-                  sample: int = 0) -> ModelRequest:
+                  sample: int = 0, categories: str = "logo, colour") -> ModelRequest:
     from judges.image.judge import ImageVerdict
     from judges.models.protocol import ImagePart
 
     text = (f"## Iteration context\n{iteration}\n\n<brief>\n{brief}\n</brief>\n\n<generation_prompt>\nred bike\n"
-            "</generation_prompt>\n\n<categories>\nlogo, colour\n</categories>\n"
+            f"</generation_prompt>\n\n<categories>\n{categories}\n</categories>\n"
             '"score": <overall score 0-100>')
     return ModelRequest(system="You are a judge.", sample=sample, json_schema=ImageVerdict.model_json_schema(),
                         messages=[Message.user(text, ImagePart(media_type="image/png", data_base64=image))])
@@ -211,3 +212,9 @@ def test_a_score_text_calibration_reports_defined_agreement(demo_server: tuple[S
                     human_scale={"min": 1, "max": 5}, background=False)
     assert report["judged"] == 5 and len({r["judge"] for r in report["results"]}) > 1
     assert report["scores"]["spearman"] is not None
+
+
+def test_the_image_reply_names_a_template_category_by_what_comes_before_its_colon() -> None:
+    categories = TEMPLATES["brand_compliance"].evaluation_categories
+    reply = json.loads(demo_reply(image_request(png("blue"), categories=categories)))
+    assert list(reply["category_scores"]) == ["brandAccuracy", "textAccuracy", "brandSafety"]

@@ -144,3 +144,37 @@ def test_max_rounds_outside_one_to_five_is_refused_by_its_listed_bounds(
             listed.input_schema["properties"]["max_rounds"]["maximum"]) == (1, 5)
     assert result.content[0].text == ("Error executing tool propose_patch: invalid input: max_rounds must be "
                                       "between 1 and 5 (got 6).")
+
+
+@pytest.mark.e2e
+def test_a_bounded_number_given_as_a_word_gets_an_example_inside_its_bounds(
+        session: tuple[StdioSession, dict[str, str]]) -> None:
+    running, _ = session
+    result = running.call("create_agent", {"name": "Judge", "system_prompt": "Score it.", "scoring_weight": "high"})
+    assert result.content[0].text == ('Error executing tool create_agent: invalid input: scoring_weight must be a '
+                                      'number (got "high"), e.g. 50.')
+
+
+@pytest.mark.e2e
+def test_a_text_given_as_a_number_gets_an_example_text(session: tuple[StdioSession, dict[str, str]]) -> None:
+    running, _ = session
+    result = running.call("score_text", {"text": 5, "rubric": "correctness"})
+    assert result.content[0].text == ('Error executing tool score_text: invalid input: text must be text (got 5), '
+                                      'e.g. "Paris is the capital of France.".')
+
+
+@pytest.mark.e2e
+def test_texts_for_rank_texts_is_answered_with_candidates(session: tuple[StdioSession, dict[str, str]]) -> None:
+    running, _ = session
+    result = running.call("rank_texts", {"instruction": "Capital of France?", "texts": ["Paris", "Lyon"]})
+    assert result.content[0].text == ("Error executing tool rank_texts: invalid input: unknown argument 'texts'; did "
+                                      "you mean 'candidates'? valid: instruction, candidates, method, cache, background")
+
+
+@pytest.mark.e2e
+def test_file_for_upload_guideline_is_answered_with_path_not_filename(
+        session: tuple[StdioSession, dict[str, str]]) -> None:
+    running, names = session
+    result = running.call("upload_guideline", {"agent_id": names["agent"], "file": "/home/me/brand.pdf"})
+    assert result.content[0].text == ("Error executing tool upload_guideline: invalid input: unknown argument 'file'; "
+                                      "did you mean 'path'? valid: agent_id, path, content_base64, text, filename")

@@ -434,3 +434,19 @@ def test_a_lone_surrogate_escape_in_a_dataset_line_is_exit_2_naming_the_line(tmp
 def test_a_self_referring_assertion_value_is_refused() -> None:
     with pytest.raises(InputError, match=r"YAML aliases \(\*name\) are not supported"):
         parse_assertion("verdict in &a [*a]", "suite s.yaml, assert[0]")
+
+
+def test_a_misspelt_field_is_answered_with_the_field_it_is_closest_to() -> None:
+    assert parse_assertion("meta.ordres.0.verdict == Response A", "test").check(RESULT, False)["actual"] == (
+        "no field 'meta.ordres.0.verdict' in the result; did you mean 'meta.orders.0.verdict'?")
+
+
+def test_an_item_failed_on_a_misspelt_field_says_so_on_its_line(tmp_path: Path) -> None:
+    data = tmp_path / "pairs.jsonl"
+    data.write_text(json.dumps({"id": "s", "instruction": "Where?", "candidates": ["North.", "It is north."],
+                                "expect": {"consistnt": True}}) + "\n")
+    done = judge_eval(server_env(tmp_path / "home", JUDGE_MCP_MODEL="demo"), "pairwise_compare", data)
+    assert done.returncode == 1
+    assert re.sub(r"\(\d+\.\d\d s\)", "(s)", done.stderr.splitlines()[0]) == (
+        "judge-mcp eval: [1/1] item 1 (s) failed (s): consistnt == true (no field 'consistnt' in the result; did "
+        "you mean 'consistent'?)")

@@ -70,6 +70,13 @@ def test_a_missing_root_is_refused_with_what_to_give(tmp_path: Path) -> None:
     assert "judge-mcp config: --root no-such-dir: no such directory" in done.stderr
 
 
+def test_no_root_given_from_the_filesystem_root_says_it_took_the_current_directory(tmp_path: Path) -> None:
+    done = printed_config("cursor", cwd=Path("/"), JUDGE_MCP_HOME=str(tmp_path / "home"))
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip() == ("judge-mcp config: no --root given, so the current directory (/): the whole "
+                                   "filesystem is never a root; name a project directory, e.g. --root ~/code/my-project")
+
+
 def test_the_version_is_the_packages() -> None:
     from importlib.metadata import version
 

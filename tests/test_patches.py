@@ -356,3 +356,9 @@ def test_each_op_schema_is_what_pydantic_generates_for_its_model() -> None:
 
     for model in OP_MODELS:
         assert op_schema(model) == _lean(model.model_json_schema(by_alias=True))
+
+
+def test_a_misspelt_kind_is_answered_with_the_kind_it_is_closest_to() -> None:
+    assert errors_of({"ops": [{"kind": "edti", "path": "a", "find": "x", "replace": "y"}]}) == [
+        "op 0: 'kind' must be one of add, remove, edit, splice (got 'edti'); did you mean 'edit'?"
+    ]

@@ -118,6 +118,16 @@ def _severity(share: float) -> str:
     return "minor" if share >= 0.8 else "moderate" if share >= 0.65 else "major" if share >= 0.5 else "critical"
 
 
+def _category_names(text: str) -> list[str]:
+    """The names an agent's categories give: a line's "name: description" is named before its colon (the
+    description may hold commas, as the templates' do); a line without a colon may list several, by commas."""
+    names: list[str] = []
+    for line in re.split(r"[\n;]", text):
+        head, colon, _ = line.partition(":")
+        names += [head.strip()] if colon else [c.strip() for c in line.split(",")]
+    return [n for n in dict.fromkeys(names) if n][:12]
+
+
 @reply_for("ImageVerdict")
 def _image(request: ModelRequest, schema: dict[str, Any]) -> dict[str, Any]:
     text = request_text(request)
@@ -128,7 +138,7 @@ def _image(request: ModelRequest, schema: dict[str, Any]) -> dict[str, Any]:
     low, high = _scale(text)
     share = draw.between(0.3, 0.95, 3)
     problem, fix, instruction = draw.pick(IMAGE_ISSUES)
-    categories = [c.strip() for c in re.split(r"[,\n;]", _fenced(text, "categories") or "") if c.strip()][:12]
+    categories = _category_names(_fenced(text, "categories") or "")
     worked = sorted({draw.pick(IMAGE_STRENGTHS), draw.pick(IMAGE_STRENGTHS)})
     return {
         "score": round(low + share * (high - low), 1),

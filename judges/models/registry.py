@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from judges.errors import ConfigError
+from judges.errors import ConfigError, closest
 from judges.models.fairshare import FairPool
 from judges.models.guard import CallPolicy, GuardedClient
 from judges.models.protocol import ModelClient
@@ -33,9 +33,15 @@ def parse_model_string(value: str) -> tuple[str, str]:
     provider, sep, model = value.partition(":")
     provider, model = provider.strip().lower(), model.strip()
     if not sep or provider not in PROVIDERS or not model:
+        if not sep:
+            spelled = closest(value.lower(), ("auto", "sampling", "demo"))
+        else:
+            near = closest(provider, PROVIDERS) if model else None
+            spelled = f"{near}:{model}" if near else None
         raise ValueError(
             f"model {value[:MAX_MODEL_CHARS]!r} is not understood: use 'auto', 'sampling', 'anthropic:<model>', "
             "'openai:<model>', 'openai-compatible:<model>' or 'demo'"
+            + (f"; did you mean {spelled[:MAX_MODEL_CHARS + 20]!r}?" if spelled else "")
         )
     if len(model) > MAX_MODEL_CHARS or any(ch.isspace() or not ch.isprintable() for ch in model):
         raise ValueError(f"model {value[:MAX_MODEL_CHARS]!r}: a model name is at most {MAX_MODEL_CHARS} printable "

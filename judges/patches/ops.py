@@ -228,7 +228,10 @@ def check_shape(patch: Any, *, limits: PatchLimits = DEFAULT_LIMITS) -> tuple[li
             continue
         kind = op.get("kind")
         if kind not in KINDS:
-            errors.append(f"op {i}: 'kind' must be one of add, remove, edit, splice (got {kind!r})")
+            # closer than judges.errors.closest's 0.6: a 'rename' must not be pointed at 'remove'
+            near = difflib.get_close_matches(kind, KINDS, n=1, cutoff=0.75) if isinstance(kind, str) else []
+            errors.append(f"op {i}: 'kind' must be one of add, remove, edit, splice (got {kind!r})"
+                          + (f"; did you mean {near[0]!r}?" if near else ""))
             continue
         where = f"op {i} ({kind})"
         bad = len(errors)
