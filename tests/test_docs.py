@@ -58,7 +58,7 @@ KINDS = {"sh": {"", "no-run", "background", "inspector"}, "json": {"call", "patc
 NOT_RUN = {
     ("README.md", "git clone <repository-url> judge-mcp && cd judge-mcp   # no-run: needs the network"),
     ("README.md", "make test           # no-run here (it is the suite itself): ruff, mypy, import contracts, "
-                  "pytest; ~12–15 min on 2 cores"),
+                  "pytest; ~20–25 min on 2 cores"),
     ("docs/deployment.md", "make serve   # creates .venv, installs (torch CPU build first), starts the stdio server"),
     ("docs/deployment.md", "# no-run: installs from the network"),
     ("README.md", "uvx judge-mcp --version   # no-run: installs from the network"),
