@@ -205,7 +205,7 @@ def function_of(declared: Declared) -> Callable[..., Awaitable[Any]]:
             for name, argument, marker in sized:
                 await marker.check(sizes, argument, getattr(args, name))
         if declared.judging:
-            return await judged(ctx, declared.name, args, await declared.core(ctx, args, **given))
+            return await judged(ctx, declared.name, args, lambda: declared.core(ctx, args, **given))
         return await declared.core(ctx, args, **given)
 
     parameters = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
@@ -223,10 +223,12 @@ def function_of(declared: Declared) -> Callable[..., Awaitable[Any]]:
     return tool_errors(call)
 
 
-async def judged(ctx: Context, tool: str, args: BaseModel, judging: Judging[Any]) -> CallToolResult:
-    """What every judging tool shares, once: the samples checked, the call's JudgeCall built from its shared options
-    (`models`, `samples`, `cache`, `background`; judges/call.py owns model resolution, the jury × samples fan-out and
-    the background decision), and the work run now or as a background job."""
+async def judged(ctx: Context, tool: str, args: BaseModel,
+                 prepare: Callable[[], Awaitable[Judging[Any]]]) -> CallToolResult:
+    """What every judging tool shares, once: the samples checked (before the tool's own preparation, which may
+    search guidelines), the call's JudgeCall built from its shared options (`models`, `samples`, `cache`,
+    `background`; judges/call.py owns model resolution, the jury × samples fan-out and the background decision),
+    and the work run now or as a background job."""
     from judges.reading.samples import check_samples
 
     from .context import app_of
@@ -236,6 +238,7 @@ async def judged(ctx: Context, tool: str, args: BaseModel, judging: Judging[Any]
     samples: int = getattr(args, "samples", 1)
     if "samples" in type(args).model_fields:
         check_samples(samples, app.settings.max_samples)
+    judging = await prepare()
     call = await app.judge_call(ctx, getattr(args, "models", None), samples=samples,
                                 cache=getattr(args, "cache", True), background=getattr(args, "background", False),
                                 agents=judging.agents, resolve=judging.resolve)
