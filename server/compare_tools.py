@@ -11,7 +11,7 @@ from judges.pairwise.judge import CompareResult, compare
 from judges.store.agents import ScoreScale
 
 from .context import ClientRoots, ExpectedScore, JuryModels, Samples, UseCache, app_of, image_policy
-from .declare import Judging, judge
+from .declare import TEXT, Judging, judge
 from .jobs import Background
 from .startup import LISTED_AS, MIN_MAX
 
@@ -19,7 +19,7 @@ SCALE = "viescore: the prompt's scale; default {min: 0, max: 10}."
 
 
 class PairwiseCompareInput(BaseModel):
-    instruction: Annotated[str, Field(description="The editing instruction (images) or the task (texts).")]
+    instruction: Annotated[str, Field(description="The editing instruction (images) or the task (texts)."), TEXT]
     candidates: Annotated[list[str], Field(description="Two for pairwise, one or two for viescore: images "
                                                        "(path, data: URI, base64) or texts.")]
     input_image: Annotated[str | None, Field(description="The source image, if any.")] = None
@@ -50,7 +50,7 @@ async def pairwise_compare(ctx: Context, args: PairwiseCompareInput,
         method=args.method, swap=args.swap, prompt_id=args.prompt_id, prompt_version=args.prompt_version,
         candidate_type=args.candidate_type, policy=policy, retries=app_of(ctx).settings.pairwise_retries,
         score_scale=None if scale is None else (scale.min, scale.max), logprobs=args.expected_score,
-        progress=progress))
+        progress=progress, sizes=app_of(ctx).settings.size_limits()))
 
 
 TOOLS = (pairwise_compare,)

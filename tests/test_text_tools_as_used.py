@@ -341,3 +341,36 @@ async def test_score_text_refuses_a_criterion_description_past_the_text_limit_be
     assert said.endswith("criteria[tone].description is 140 characters; the limit is 100 (JUDGE_MCP_MAX_TEXT_CHARS). "
                          "Shorten it or judge it in parts, e.g. one section per call")
     assert fake_server.requests == []
+
+
+async def test_pairwise_compare_refuses_an_instruction_past_the_text_limit_before_any_request(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before, pairwise_compare's instruction had no size limit (every other judge's texts have one): it reached
+    # the model whole.
+    fake_server.respond_with(answer(lambda t: '{"winner": "A"}'))
+    async with judge_mcp(tmp_path / "home", fake_server, JUDGE_MCP_MAX_TEXT_CHARS="100") as c:
+        said = await error_of(c, "pairwise_compare", instruction="Say hello. " * 11, candidates=["hi", "hello"],
+                              candidate_type="text")
+    assert said.endswith("instruction is 121 characters; the limit is 100 (JUDGE_MCP_MAX_TEXT_CHARS). "
+                         "Shorten it or judge it in parts, e.g. one section per call")
+    assert fake_server.requests == []
+
+
+async def test_pairwise_compare_refuses_a_text_candidate_past_the_text_limit_before_any_request(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    fake_server.respond_with(answer(lambda t: '{"winner": "A"}'))
+    async with judge_mcp(tmp_path / "home", fake_server, JUDGE_MCP_MAX_TEXT_CHARS="100") as c:
+        said = await error_of(c, "pairwise_compare", instruction="Say hello", candidates=["hi", "h" * 101],
+                              candidate_type="text")
+    assert said.endswith("candidates[1] is 101 characters; the limit is 100 (JUDGE_MCP_MAX_TEXT_CHARS). "
+                         "Shorten it or judge it in parts, e.g. one section per call")
+    assert fake_server.requests == []
+
+
+async def test_pairwise_compare_takes_an_instruction_exactly_at_the_text_limit(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    fake_server.respond_with(answer(lambda t: '{"winner": "A"}'))
+    async with judge_mcp(tmp_path / "home", fake_server, JUDGE_MCP_MAX_TEXT_CHARS="100") as c:
+        result = await call(c, "pairwise_compare", instruction="é" * 100, candidates=["hi", "hello"],
+                            candidate_type="text", swap=False)
+    assert result["value"] == "Response A" and len(fake_server.requests) == 1
