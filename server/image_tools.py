@@ -100,7 +100,9 @@ async def evaluate_image(ctx: Context, args: EvaluateImageInput,
         return result
 
     return Judging(work, agents=lambda: app.images.panel(org, args.agent_ids, args.run_id), resolve=False,
-                   links=lambda result: run_links(result.run_id))
+                   links=lambda result: run_links(result.run_id), check=lambda call: app.images.planned(
+                       call, org, brief=args.brief, images=args.images, agent_ids=args.agent_ids,
+                       run_id=args.run_id, max_iterations=args.max_iterations))
 
 
 class ListRunsInput(BaseModel):

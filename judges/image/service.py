@@ -143,15 +143,10 @@ class ImageJudging:
         agent judges by the call's models (call.members: the call's jury, else the agent's own `models`, else
         one model), resolved once per agent before the run is touched: a missing backend or a spent budget
         refuses the call there."""
-        if not brief.strip():
-            raise InputError("brief must not be empty")
-        if max_iterations is not None and not 1 <= max_iterations <= 100:
-            raise InputError(f"max_iterations must be between 1 and 100 (got {max_iterations})")
-        agents = await self.panel(org, agent_ids, run_id)
-        models = 0
-        for agent in agents:  # a missing backend fails here, first
-            models += len(await call.members(agent))
-        self.check_plan(len(images), len(agents), models, call.samples)
+        agents = await self.planned(call, org, brief=brief, images=images, agent_ids=agent_ids, run_id=run_id,
+                                    max_iterations=max_iterations)
+        for agent in agents:  # a missing backend fails here, before any image is read
+            await call.members(agent)
         parts = await anyio.to_thread.run_sync(self.load_images, images, policy)  # decoding stays off the loop
         if run_id is None:
             run_id = await self._store(self.runs.create, org, brief, max_iterations or self.settings.max_iterations,
@@ -184,6 +179,20 @@ class ImageJudging:
                                winner_index=it.winner_index, plateau=self.plateau(run), usage=it.usage,
                                run_usage=sum((i.usage for i in run.iterations), Usage()),
                                jury_agreement=jury_agreement(evaluations) if any(call.is_jury(a) for a in agents) else None)
+
+    async def planned(self, call: JudgeCall, org: str, *, brief: str, images: Sequence[str],
+                      agent_ids: Sequence[str] | None, run_id: str | None, max_iterations: int | None) -> list[Agent]:
+        """What evaluate_image refuses before anything runs (also before a background call's job starts: the
+        tool's Judging.check): an empty brief, max_iterations out of bounds, an unknown agent or run, a plan above
+        `max_calls`. Returns the panel that judges."""
+        if not brief.strip():
+            raise InputError("brief must not be empty")
+        if max_iterations is not None and not 1 <= max_iterations <= 100:
+            raise InputError(f"max_iterations must be between 1 and 100 (got {max_iterations})")
+        agents = await self.panel(org, agent_ids, run_id)
+        models = sum(len(call.jury_names(agent)) or 1 for agent in agents)  # call.members' count, unresolved
+        self.check_plan(len(images), len(agents), models, call.samples)
+        return agents
 
     def check_plan(self, images: int, agents: int, models: int, samples: int) -> None:
         """The model calls one call plans (each image by each agent's models, each `samples` times) within
