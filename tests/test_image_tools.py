@@ -433,3 +433,16 @@ async def test_a_background_jury_call_planning_exactly_the_limit_runs_as_a_job(
             await anyio.sleep(0.1)
     assert done["status"] == "completed" and done["result"]["evaluations"][0]["score"] == 70
     assert len(fake_server.requests) == 4
+
+
+@pytest.mark.e2e
+async def test_a_background_call_with_more_images_than_the_limit_is_refused_without_a_job(
+        tmp_path: Path, fake_server: FakeModelServer, image_b64: str) -> None:
+    from tests.test_text_tools_as_used import judge_mcp
+
+    async with judge_mcp(tmp_path / "home", fake_server, JUDGE_MCP_MAX_IMAGES="2") as c:
+        await agent(c, "alpha", 50)
+        text = await error_of(c, "evaluate_image", brief="b", images=[image_b64] * 3, background=True)
+        assert await call(c, "list_jobs") == {"jobs": []}
+    assert text.endswith("at most 2 images per call (got 3)")
+    assert fake_server.requests == []

@@ -96,11 +96,14 @@ class ImageJudging:
         """Store work from async code: off the event loop on PostgreSQL (Database.run)."""
         return await self.runs.db.run(fn, *args)
 
-    def load_images(self, refs: Sequence[str], policy: ImagePolicy | None = None) -> list[ImagePart]:
+    def check_count(self, refs: Sequence[str]) -> None:
         if not refs:
             raise InputError("images must hold at least one image (a path, a data: URI or base64)")
         if len(refs) > self.settings.max_images:
             raise InputError(f"at most {self.settings.max_images} images per call (got {len(refs)})")
+
+    def load_images(self, refs: Sequence[str], policy: ImagePolicy | None = None) -> list[ImagePart]:
+        self.check_count(refs)
         loaded = []
         for i, ref in enumerate(refs):
             try:
@@ -183,8 +186,9 @@ class ImageJudging:
     async def planned(self, call: JudgeCall, org: str, *, brief: str, images: Sequence[str],
                       agent_ids: Sequence[str] | None, run_id: str | None, max_iterations: int | None) -> list[Agent]:
         """What evaluate_image refuses before anything runs (also before a background call's job starts: the
-        tool's Judging.check): an empty brief, max_iterations out of bounds, an unknown agent or run, a plan above
-        `max_calls`. Returns the panel that judges."""
+        tool's Judging.check): an empty brief, no image or too many, max_iterations out of bounds, an unknown agent
+        or run, a plan above `max_calls`. Returns the panel that judges."""
+        self.check_count(images)
         if not brief.strip():
             raise InputError("brief must not be empty")
         if max_iterations is not None and not 1 <= max_iterations <= 100:
