@@ -99,9 +99,13 @@ class RankTextsInput(BaseModel):
 async def rank_texts(ctx: Context, args: RankTextsInput) -> Judging[Ranking]:
     """Rank texts answering one task by games asked in both orders; ties, position-biased and failed games reported."""
     settings = app_of(ctx).settings
+
+    async def check(call: JudgeCall) -> None:
+        ranking.check_ranking(args.instruction, args.candidates, args.method, settings.rank_max_calls)
+
     return Judging(lambda call, progress: ranking.rank_texts(
         call, instruction=args.instruction, candidates=args.candidates, method=args.method,
-        max_calls=settings.rank_max_calls, retries=settings.pairwise_retries, progress=progress))
+        max_calls=settings.rank_max_calls, retries=settings.pairwise_retries, progress=progress), check=check)
 
 
 class EvaluateRagAnswerInput(BaseModel):

@@ -374,3 +374,16 @@ async def test_pairwise_compare_takes_an_instruction_exactly_at_the_text_limit(
         result = await call(c, "pairwise_compare", instruction="é" * 100, candidates=["hi", "hello"],
                             candidate_type="text", swap=False)
     assert result["value"] == "Response A" and len(fake_server.requests) == 1
+
+
+@pytest.mark.parametrize(("candidates", "said"), [
+    (["a"], "candidates: give at least two texts to rank (got 1)"),
+    (["a", " "], "candidates[1] is empty; every candidate is a non-empty text")])
+async def test_rank_texts_in_the_background_refuses_what_the_foreground_refuses_without_a_job(
+        tmp_path: Path, fake_server: FakeModelServer, candidates: list[str], said: str) -> None:
+    # Before, background: true started a job that failed with the same message.
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        text = await error_of(c, "rank_texts", instruction="Say hi", candidates=candidates, background=True)
+        assert await call(c, "list_jobs") == {"jobs": []}
+    assert text.endswith(said)
+    assert fake_server.requests == []
