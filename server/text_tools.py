@@ -66,7 +66,10 @@ async def score_text(ctx: Context, args: ScoreTextInput) -> Judging[TextScore]:
                                         reference=args.reference, context=passages, method=args.method,
                                         progress=progress)
 
-    return Judging(work)
+    async def check(call: JudgeCall) -> None:
+        scoring.check_text_inputs(args.text, found, passages)
+
+    return Judging(work, check=check)
 
 
 class CompareToReferenceInput(BaseModel):
@@ -123,8 +126,12 @@ async def evaluate_rag_answer(ctx: Context, args: EvaluateRagAnswerInput) -> Jud
     relevance."""
     found = [RagContext(text=c) for c in args.contexts or []]
     found += await _agent_contexts(ctx, args.agent_id, args.question)
+
+    async def check(call: JudgeCall) -> None:
+        rag.check_rag_inputs(args.question, args.answer, found)
+
     return Judging(lambda call, progress: rag.evaluate_rag_answer(
-        call, question=args.question, answer=args.answer, contexts=found, progress=progress))
+        call, question=args.question, answer=args.answer, contexts=found, progress=progress), check=check)
 
 
 class EvaluateTrajectoryInput(BaseModel):
@@ -145,8 +152,12 @@ class EvaluateTrajectoryInput(BaseModel):
 async def evaluate_trajectory(ctx: Context, args: EvaluateTrajectoryInput) -> Judging[TrajectoryEvaluation]:
     """Judge an agent's tool-call trajectory: checks (expected tools, order, counts, repeats, retries), then a model
     call on the goal, needless steps, ignored failures."""
+
+    async def check(call: JudgeCall) -> None:
+        trajectory.check_trajectory_inputs(args.goal, args.steps)
+
     return Judging(lambda call, progress: trajectory.evaluate_trajectory(
-        call, goal=args.goal, steps=args.steps, expected_tools=args.expected_tools, progress=progress))
+        call, goal=args.goal, steps=args.steps, expected_tools=args.expected_tools, progress=progress), check=check)
 
 
 TOOLS = (score_text, compare_to_reference, rank_texts, evaluate_rag_answer, evaluate_trajectory)

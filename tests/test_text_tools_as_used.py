@@ -387,3 +387,19 @@ async def test_rank_texts_in_the_background_refuses_what_the_foreground_refuses_
         assert await call(c, "list_jobs") == {"jobs": []}
     assert text.endswith(said)
     assert fake_server.requests == []
+
+
+@pytest.mark.parametrize(("tool", "args", "said"), [
+    ("score_text", {"text": " ", "rubric": ["correctness"]}, "text must not be empty, e.g. \"Paris is the capital "
+                                                             "of France.\""),
+    ("evaluate_trajectory", {"goal": "g", "steps": []}, "steps: give at least one step, e.g. [{\"tool\": \"search\", "
+                                                        "\"arguments\": {\"q\": \"x\"}, \"result\": \"...\"}]"),
+    ("evaluate_rag_answer", {"question": "q", "answer": "a"}, "contexts: give at least one non-empty passage, e.g. "
+                                                              "[\"The tower was built 1887–1889.\"], or agent_id")])
+async def test_a_text_judge_in_the_background_refuses_what_the_foreground_refuses_without_a_job(
+        tmp_path: Path, fake_server: FakeModelServer, tool: str, args: dict[str, Any], said: str) -> None:
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        text = await error_of(c, tool, **args, background=True)
+        assert await call(c, "list_jobs") == {"jobs": []}
+    assert text.endswith(said)
+    assert fake_server.requests == []
