@@ -84,8 +84,13 @@ class CompareToReferenceInput(BaseModel):
 async def compare_to_reference(ctx: Context, args: CompareToReferenceInput) -> Judging[ReferenceComparison]:
     """Check an answer against a known-correct one: equivalent / partially_correct / incorrect, with what is missing
     or wrong."""
+
+    async def check(call: JudgeCall) -> None:
+        reference.check_reference(args.reference)
+
     return Judging(lambda call, progress: reference.compare_to_reference(
-        call, text=args.text, reference=args.reference, instruction=args.instruction, progress=progress))
+        call, text=args.text, reference=args.reference, instruction=args.instruction, progress=progress),
+        check=check)
 
 
 class RankTextsInput(BaseModel):

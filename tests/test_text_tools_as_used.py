@@ -395,7 +395,11 @@ async def test_rank_texts_in_the_background_refuses_what_the_foreground_refuses_
     ("evaluate_trajectory", {"goal": "g", "steps": []}, "steps: give at least one step, e.g. [{\"tool\": \"search\", "
                                                         "\"arguments\": {\"q\": \"x\"}, \"result\": \"...\"}]"),
     ("evaluate_rag_answer", {"question": "q", "answer": "a"}, "contexts: give at least one non-empty passage, e.g. "
-                                                              "[\"The tower was built 1887–1889.\"], or agent_id")])
+                                                              "[\"The tower was built 1887–1889.\"], or agent_id"),
+    ("compare_to_reference", {"text": "Paris", "reference": " "}, "reference must not be empty, e.g. \"Paris\""),
+    ("pairwise_compare", {"instruction": "x", "candidates": ["a", "b", "c"]},
+     "method pairwise compares exactly two candidates (got 3), e.g. [\"/home/me/project/a.png\", "
+     "\"/home/me/project/b.png\"]; method viescore scores one or two")])
 async def test_a_text_judge_in_the_background_refuses_what_the_foreground_refuses_without_a_job(
         tmp_path: Path, fake_server: FakeModelServer, tool: str, args: dict[str, Any], said: str) -> None:
     async with judge_mcp(tmp_path / "home", fake_server) as c:
