@@ -446,3 +446,15 @@ async def test_a_background_call_with_more_images_than_the_limit_is_refused_with
         assert await call(c, "list_jobs") == {"jobs": []}
     assert text.endswith("at most 2 images per call (got 3)")
     assert fake_server.requests == []
+
+
+@pytest.mark.e2e
+async def test_optimize_prompt_in_the_background_without_run_id_or_evaluations_is_refused_without_a_job(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    from tests.test_text_tools_as_used import judge_mcp
+
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        text = await error_of(c, "optimize_prompt", brief="b", prompt="p", background=True)
+        assert await call(c, "list_jobs") == {"jobs": []}
+    assert text.endswith("give exactly one of run_id (the run's last iteration is used) or evaluations")
+    assert fake_server.requests == []

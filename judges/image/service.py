@@ -85,6 +85,12 @@ class RunReport(BaseModel):
     usage: Usage = Field(default_factory=Usage, description="The run's model use and cost, every iteration.")
 
 
+def check_optimize(run_id: str | None, evaluations: Sequence[Any] | None) -> None:
+    """What optimize_prompt refuses before anything (also before a background call's job starts)."""
+    if (run_id is None) == (evaluations is None):
+        raise InputError("give exactly one of run_id (the run's last iteration is used) or evaluations")
+
+
 class ImageJudging:
     def __init__(self, agents: AgentStore, runs: RunStore, guidelines: Guidelines, settings: ImageSettings):
         self.agents = agents
@@ -222,8 +228,7 @@ class ImageJudging:
                        progress: Progress = no_progress) -> OptimizedPrompt:
         """The next prompt, in three stages the progress callback hears of: the evaluations, the guidelines,
         the model's rewrite."""
-        if (run_id is None) == (evaluations is None):
-            raise InputError("give exactly one of run_id (the run's last iteration is used) or evaluations")
+        check_optimize(run_id, evaluations)
         await progress(0, 3, "reading the evaluations")
         if run_id is not None:
             number, evals = await self._store(self.runs.evaluations, org, run_id)
