@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from judges.store.agents import TEMPLATES, Agent, RagConfig, ScoreScale
 
 from .context import app_of, organization_of
-from .declare import READ_ONLY, tool
+from .declare import READ_ONLY, TEXT, tool
 from .jobs import as_result
 from .startup import LISTED_AS, MIN_MAX
 
@@ -44,9 +44,10 @@ class DeletedAgent(BaseModel):
 
 
 class CreateAgentInput(BaseModel):
-    name: Annotated[str, Field(description="e.g. 'Brand Compliance Judge'.")]
-    system_prompt: Annotated[str | None, Field(description="How the agent judges; optional with template_id.")] = None
-    evaluation_categories: Annotated[str | None, Field(description="Categories the agent scores.")] = None
+    name: Annotated[str, Field(description="e.g. 'Brand Compliance Judge'."), TEXT]
+    system_prompt: Annotated[str | None, Field(description="How the agent judges; optional with template_id."),
+                             TEXT] = None
+    evaluation_categories: Annotated[str | None, Field(description="Categories the agent scores."), TEXT] = None
     scoring_weight: Weight = None
     optimization_weight: Weight = None
     rag_config: Annotated[RagConfig | None, Field(description="{top_k, similarity_threshold}", json_schema_extra={
@@ -94,9 +95,9 @@ async def get_agent(ctx: Context, args: AgentIdInput) -> Agent:
 
 class UpdateAgentInput(BaseModel):
     agent_id: AgentId
-    name: str | None = None
-    system_prompt: str | None = None
-    evaluation_categories: str | None = None
+    name: Annotated[str | None, TEXT] = None
+    system_prompt: Annotated[str | None, TEXT] = None
+    evaluation_categories: Annotated[str | None, TEXT] = None
     scoring_weight: Weight = None
     optimization_weight: Weight = None
     rag_config: Annotated[RagConfig | None, Field(json_schema_extra=AS_CREATED)] = None

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import anyio.to_thread
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field, field_validator
 
-from judges.analysis.judge import BUILTIN, DETERMINISTIC, AnalysisResult, evaluate_analysis
+from judges.analysis.judge import BUILTIN, DETERMINISTIC, AnalysisResult, evaluate_analysis, load_category
+from judges.call import JudgeCall
 
 from .context import ExpectedScore, JuryModels, Samples, UseCache, app_of
 from .declare import JSON_VALUE, TEXT, Judging, judge
@@ -52,11 +54,15 @@ async def evaluate_analysis_tool(ctx: Context, args: EvaluateAnalysisInput) -> J
     LLM category; `passed` only if all pass."""
     custom = app_of(ctx).analysis_categories
     bounds = None if args.cardinality is None else {path: (low, high) for path, (low, high) in args.cardinality.items()}
+
+    async def check(call: JudgeCall) -> None:  # the categories' prompt assets are files: off the loop
+        await anyio.to_thread.run_sync(lambda: [load_category(name, custom) for name in args.llm_judges])
+
     return Judging(lambda call, progress: evaluate_analysis(
         call, analysis=args.analysis, input_url=args.input_url, user_context=args.user_context,
         context_type=args.context_type, schema=args.schema_, cardinality=bounds, insight_fields=args.insight_fields,
         deterministic_checks=args.deterministic_checks, llm_judges=args.llm_judges, custom=custom,
-        progress=progress, logprobs=args.expected_score), resolve=False)
+        progress=progress, logprobs=args.expected_score), resolve=False, check=check)
 
 
 TOOLS = (evaluate_analysis_tool,)

@@ -7,9 +7,11 @@ import math
 import threading
 from typing import Annotated
 
+import anyio.to_thread
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field
 
+from judges.call import JudgeCall
 from judges.code import judge as core
 from judges.code import sandbox
 from judges.code.gates import GateSettings, SourceFile, parse_gates
@@ -116,10 +118,14 @@ async def judge_code(ctx: Context, args: JudgeCodeInput, client_roots: ClientRoo
     if args.run_gates or args.candidates:
         check_gates_may_run(app.settings, settings)
     roots = roots_for(ctx, client_roots)
+
+    async def check(call: JudgeCall) -> None:
+        await anyio.to_thread.run_sync(core.check_sources, args.root, args.files, args.candidates, roots)
+
     return Judging(lambda call, progress: core.judge_code(
         call, spec=args.spec, root=args.root, files=args.files, diff=args.diff, run_gates_=args.run_gates,
         gates=chosen, model_notes=args.model_notes, candidates=args.candidates, allowed_roots=roots,
-        settings=settings, progress=progress), resolve=False)
+        settings=settings, progress=progress), resolve=False, check=check)
 
 
 class ProposePatchInput(BaseModel):
@@ -145,10 +151,14 @@ async def propose_patch(ctx: Context, args: ProposePatchInput,
     if args.diagnostics is None or args.apply_and_rejudge:
         check_gates_may_run(app.settings, settings)
     roots = roots_for(ctx, client_roots)
+
+    async def check(call: JudgeCall) -> None:
+        await anyio.to_thread.run_sync(core.check_sources, args.root, args.files, None, roots)
+
     return Judging(lambda call, progress: core.propose_patch(
         call, spec=args.spec, root=args.root, files=args.files, diagnostics=args.diagnostics,
         fix_plan=args.fix_plan, max_rounds=args.max_rounds, apply_and_rejudge=args.apply_and_rejudge,
-        allowed_roots=roots, settings=settings, limits=app.settings.patch_limits(), progress=progress))
+        allowed_roots=roots, settings=settings, limits=app.settings.patch_limits(), progress=progress), check=check)
 
 
 TOOLS = (judge_code, propose_patch)

@@ -97,12 +97,14 @@ class Judging(Generic[R]):
     """What a judging tool's function returns (`@judge`): its `work`, run with the call's JudgeCall now or as a
     background job; `agents`, the agents it judges with (their models decide whether it may run in the background);
     `resolve`: whether the call's models are resolved (and its budget checked) before the work starts, or when the
-    judge first asks for them; `links(result)`: resource links added to a foreground result."""
+    judge first asks for them; `links(result)`: resource links added to a foreground result; `check(call)`: what
+    the call is refused for before its work starts, now even for a background call (a refusal, not a failed job)."""
 
     work: Callable[[JudgeCall, Progress], Awaitable[R]]
     agents: Callable[[], Awaitable[Sequence[Any]]] | None = None
     resolve: bool = True
     links: Callable[[R], Sequence[ResourceLink]] | None = None
+    check: Callable[[JudgeCall], Awaitable[Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -242,6 +244,8 @@ async def judged(ctx: Context, tool: str, args: BaseModel,
     call = await app.judge_call(ctx, getattr(args, "models", None), samples=samples,
                                 cache=getattr(args, "cache", True), background=getattr(args, "background", False),
                                 agents=judging.agents, resolve=judging.resolve)
+    if judging.check is not None and call.background:  # a foreground work makes its own checks first
+        await judging.check(call)
     return await run_or_background(ctx, tool, call, lambda progress: judging.work(call, progress), judging.links)
 
 

@@ -15,7 +15,7 @@ from judges.image.chart import run_chart
 from judges.image.judge import Evaluation
 from judges.image.optimizer import OptimizedPrompt
 from judges.image.runs import RunSummary
-from judges.image.service import ImageEvaluation, RunReport
+from judges.image.service import ImageEvaluation, RunReport, check_optimize
 from judges.progress import Progress
 
 from .context import (
@@ -100,7 +100,9 @@ async def evaluate_image(ctx: Context, args: EvaluateImageInput,
         return result
 
     return Judging(work, agents=lambda: app.images.panel(org, args.agent_ids, args.run_id), resolve=False,
-                   links=lambda result: run_links(result.run_id))
+                   links=lambda result: run_links(result.run_id), check=lambda call: app.images.planned(
+                       call, org, brief=args.brief, images=args.images, agent_ids=args.agent_ids,
+                       run_id=args.run_id, max_iterations=args.max_iterations))
 
 
 class ListRunsInput(BaseModel):
@@ -148,9 +150,13 @@ async def optimize_prompt(ctx: Context, args: OptimizePromptInput) -> Judging[Op
     """Write the next generation prompt from evaluate_image's evaluations: top issues fixed, what worked kept, every
     promptInstruction verbatim."""
     app, org, given = app_of(ctx), organization_of(ctx), given_evaluations(args.evaluations)
+
+    async def check(call: JudgeCall) -> None:
+        check_optimize(args.run_id, given)
+
     return Judging(lambda call, progress: app.images.optimize(
         org, brief=args.brief, prompt=args.prompt, run_id=args.run_id, evaluations=given, call=call,
-        progress=progress))
+        progress=progress), check=check)
 
 
 TOOLS = (evaluate_image, list_runs, get_run, optimize_prompt)

@@ -66,7 +66,10 @@ async def score_text(ctx: Context, args: ScoreTextInput) -> Judging[TextScore]:
                                         reference=args.reference, context=passages, method=args.method,
                                         progress=progress)
 
-    return Judging(work)
+    async def check(call: JudgeCall) -> None:
+        scoring.check_text_inputs(args.text, found, passages)
+
+    return Judging(work, check=check)
 
 
 class CompareToReferenceInput(BaseModel):
@@ -81,8 +84,13 @@ class CompareToReferenceInput(BaseModel):
 async def compare_to_reference(ctx: Context, args: CompareToReferenceInput) -> Judging[ReferenceComparison]:
     """Check an answer against a known-correct one: equivalent / partially_correct / incorrect, with what is missing
     or wrong."""
+
+    async def check(call: JudgeCall) -> None:
+        reference.check_reference(args.reference)
+
     return Judging(lambda call, progress: reference.compare_to_reference(
-        call, text=args.text, reference=args.reference, instruction=args.instruction, progress=progress))
+        call, text=args.text, reference=args.reference, instruction=args.instruction, progress=progress),
+        check=check)
 
 
 class RankTextsInput(BaseModel):
@@ -99,9 +107,13 @@ class RankTextsInput(BaseModel):
 async def rank_texts(ctx: Context, args: RankTextsInput) -> Judging[Ranking]:
     """Rank texts answering one task by games asked in both orders; ties, position-biased and failed games reported."""
     settings = app_of(ctx).settings
+
+    async def check(call: JudgeCall) -> None:
+        ranking.check_ranking(args.instruction, args.candidates, args.method, settings.rank_max_calls)
+
     return Judging(lambda call, progress: ranking.rank_texts(
         call, instruction=args.instruction, candidates=args.candidates, method=args.method,
-        max_calls=settings.rank_max_calls, retries=settings.pairwise_retries, progress=progress))
+        max_calls=settings.rank_max_calls, retries=settings.pairwise_retries, progress=progress), check=check)
 
 
 class EvaluateRagAnswerInput(BaseModel):
@@ -119,8 +131,12 @@ async def evaluate_rag_answer(ctx: Context, args: EvaluateRagAnswerInput) -> Jud
     relevance."""
     found = [RagContext(text=c) for c in args.contexts or []]
     found += await _agent_contexts(ctx, args.agent_id, args.question)
+
+    async def check(call: JudgeCall) -> None:
+        rag.check_rag_inputs(args.question, args.answer, found)
+
     return Judging(lambda call, progress: rag.evaluate_rag_answer(
-        call, question=args.question, answer=args.answer, contexts=found, progress=progress))
+        call, question=args.question, answer=args.answer, contexts=found, progress=progress), check=check)
 
 
 class EvaluateTrajectoryInput(BaseModel):
@@ -141,8 +157,12 @@ class EvaluateTrajectoryInput(BaseModel):
 async def evaluate_trajectory(ctx: Context, args: EvaluateTrajectoryInput) -> Judging[TrajectoryEvaluation]:
     """Judge an agent's tool-call trajectory: checks (expected tools, order, counts, repeats, retries), then a model
     call on the goal, needless steps, ignored failures."""
+
+    async def check(call: JudgeCall) -> None:
+        trajectory.check_trajectory_inputs(args.goal, args.steps)
+
     return Judging(lambda call, progress: trajectory.evaluate_trajectory(
-        call, goal=args.goal, steps=args.steps, expected_tools=args.expected_tools, progress=progress))
+        call, goal=args.goal, steps=args.steps, expected_tools=args.expected_tools, progress=progress), check=check)
 
 
 TOOLS = (score_text, compare_to_reference, rank_texts, evaluate_rag_answer, evaluate_trajectory)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from mcp import Client
 from judges.store.database import open_database
 from server.app import create_server
 from tests.conftest import make_settings
-from tests.mcp_helpers import call, error_of
+from tests.mcp_helpers import StdioSession, call, error_of, server_env
 
 pytestmark = pytest.mark.anyio
 
@@ -164,3 +165,50 @@ async def test_agent_templates_are_exposed_as_mcp_prompts(client: Any) -> None:
     assert "agents/product_accuracy@v1" in names
     got = await client.get_prompt("agents/product_accuracy@v1")
     assert got.messages[0].content.text.startswith("You are a Product Accuracy judge")
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StdioSession]:
+    """A real judge-mcp over stdio whose texts may hold at most 100 characters."""
+    home = tmp_path_factory.mktemp("limited").resolve()
+    session = StdioSession(server_env(home, JUDGE_MCP_MODEL="demo", JUDGE_MCP_WARM_EMBEDDINGS="false",
+                                      JUDGE_MCP_LOG_LEVEL="WARNING", JUDGE_MCP_MAX_TEXT_CHARS="100"))
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+LIMIT_SAID = "the limit is 100 (JUDGE_MCP_MAX_TEXT_CHARS). Shorten it or judge it in parts, e.g. one section per call"
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("argument", ["name", "system_prompt", "evaluation_categories"])
+def test_create_agent_refuses_a_text_past_the_text_limit_and_stores_nothing(limited: StdioSession,
+                                                                            argument: str) -> None:
+    # Before, an agent's texts had no limit: a 10 MB system prompt was stored and sent with every judgement.
+    before = limited.call("list_agents", {}).structured_content["agents"]
+    result = limited.call("create_agent", {"name": "Brand", "system_prompt": "Score it."} | {argument: "é" * 101})
+    assert result.is_error is True
+    assert result.content[0].text == (f"Error executing tool create_agent: invalid input: {argument} is 101 "
+                                      f"characters; {LIMIT_SAID}")
+    assert limited.call("list_agents", {}).structured_content["agents"] == before
+
+
+@pytest.mark.e2e
+def test_create_agent_takes_texts_exactly_at_the_text_limit(limited: StdioSession) -> None:
+    result = limited.call("create_agent", {"name": "é" * 100, "system_prompt": "s" * 100,
+                                           "evaluation_categories": "c" * 100})
+    assert result.is_error is False and result.structured_content["name"] == "é" * 100
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("argument", ["name", "system_prompt", "evaluation_categories"])
+def test_update_agent_refuses_a_text_past_the_text_limit_and_changes_nothing(limited: StdioSession,
+                                                                            argument: str) -> None:
+    agent = limited.call("create_agent", {"name": "Kept", "system_prompt": "Score it."}).structured_content
+    result = limited.call("update_agent", {"agent_id": agent["id"], argument: "x" * 101})
+    assert result.is_error is True
+    assert result.content[0].text == (f"Error executing tool update_agent: invalid input: {argument} is 101 "
+                                      f"characters; {LIMIT_SAID}")
+    assert limited.call("get_agent", {"agent_id": agent["id"]}).structured_content == agent

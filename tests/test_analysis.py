@@ -193,3 +193,18 @@ async def test_unknown_category_is_refused_before_any_work(ac: Any, fake_server:
     result = await ac.call_tool("evaluate_analysis", {"analysis": GOOD, "llm_judges": ["vibes"]})
     assert result.is_error and "unknown LLM judge category 'vibes'" in result.content[0].text
     assert fake_server.requests == []
+
+
+@pytest.mark.e2e
+async def test_an_unknown_llm_judge_in_the_background_is_refused_without_a_job(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before, background: true started a job that failed with the same message.
+    from tests.mcp_helpers import call, error_of
+    from tests.test_text_tools_as_used import judge_mcp
+
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        text = await error_of(c, "evaluate_analysis", analysis={}, llm_judges=["nope"], background=True)
+        assert await call(c, "list_jobs") == {"jobs": []}
+    assert text.endswith("unknown LLM judge category 'nope'; known: founder_resonance, general_quality (add your "
+                         "own in JUDGE_MCP_ANALYSIS_CATEGORIES_DIR)")
+    assert fake_server.requests == []

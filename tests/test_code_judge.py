@@ -270,3 +270,23 @@ async def test_files_beyond_the_project_file_cap_are_refused_like_a_copied_root(
                                                        for i in range(5001)])
     assert said.endswith("files: 5001 files; the limit is 5000 (as for a project copied from root). Give the files "
                          "the spec concerns, e.g. the module and its tests")
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("tool", "args", "said"), [
+    ("judge_code", {"spec": "x", "run_gates": False},
+     "give exactly one of root (a project directory) or files ([{path, content}])"),
+    ("propose_patch", {"spec": "x", "diagnostics": "E1"},
+     "give exactly one of root (a project directory) or files ([{path, content}])"),
+    ("judge_code", {"spec": "x", "run_gates": False, "root": "/etc"}, "root '/etc' is outside the allowed roots")])
+async def test_a_code_judge_in_the_background_refuses_its_sources_without_a_job(
+        tmp_path: Path, fake_server: FakeModelServer, tool: str, args: dict[str, Any], said: str) -> None:
+    # Before, background: true started a job that failed with the same message.
+    from tests.mcp_helpers import error_of
+    from tests.test_text_tools_as_used import judge_mcp
+
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        text = await error_of(c, tool, **args, background=True)
+        assert await call(c, "list_jobs") == {"jobs": []}
+    assert said in text
+    assert fake_server.requests == []

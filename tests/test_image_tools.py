@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 from PIL import Image
@@ -395,3 +396,65 @@ async def test_a_call_planning_exactly_the_limit_runs(tmp_path: Path, fake_serve
         result = await call(c, "evaluate_image", brief="b", images=[image_b64, image_b64], samples=2)
     assert [e["score"] for e in result["evaluations"]] == [70, 70]
     assert len(fake_server.requests) == 4
+
+
+@pytest.mark.e2e
+async def test_a_background_call_planning_more_model_calls_than_the_limit_is_refused_without_a_job(
+        tmp_path: Path, fake_server: FakeModelServer, image_b64: str) -> None:
+    # Before, background: true started a job that failed with the plan's message (a refusal said later).
+    from tests.test_text_tools_as_used import judge_mcp
+
+    async with judge_mcp(tmp_path / "home", fake_server, JUDGE_MCP_IMAGE_MAX_CALLS="3") as c:
+        await agent(c, "alpha", 50)
+        text = await error_of(c, "evaluate_image", brief="b", images=[image_b64], samples=2, background=True,
+                              models=["openai:gpt-a", "openai:gpt-b"])
+        assert (await call(c, "list_jobs"), await call(c, "list_runs")) == ({"jobs": []}, {"runs": []})
+    assert text.endswith(
+        "evaluate_image over 1 image(s), 1 agent(s) judging by 2 model(s) in all, 2 sample(s) each, plans 4 model "
+        "calls, above the limit of 3 (setting JUDGE_MCP_IMAGE_MAX_CALLS); judge with fewer images, agents "
+        "(agent_ids), jury models or samples")
+    assert fake_server.requests == []
+
+
+@pytest.mark.e2e
+async def test_a_background_jury_call_planning_exactly_the_limit_runs_as_a_job(
+        tmp_path: Path, fake_server: FakeModelServer, image_b64: str) -> None:
+    from tests.test_text_tools_as_used import judge_mcp
+
+    fake_server.respond_with(by_system({"alpha": verdict(70)}))
+    async with judge_mcp(tmp_path / "home", fake_server, JUDGE_MCP_IMAGE_MAX_CALLS="4") as c:
+        await agent(c, "alpha", 50)
+        job = await call(c, "evaluate_image", brief="b", images=[image_b64], samples=2, background=True,
+                         models=["openai:gpt-a", "openai:gpt-b"])
+        for _ in range(200):  # bounded: 20 s
+            done = await call(c, "get_job", job_id=job["job_id"])
+            if done["status"] != "working":
+                break
+            await anyio.sleep(0.1)
+    assert done["status"] == "completed" and done["result"]["evaluations"][0]["score"] == 70
+    assert len(fake_server.requests) == 4
+
+
+@pytest.mark.e2e
+async def test_a_background_call_with_more_images_than_the_limit_is_refused_without_a_job(
+        tmp_path: Path, fake_server: FakeModelServer, image_b64: str) -> None:
+    from tests.test_text_tools_as_used import judge_mcp
+
+    async with judge_mcp(tmp_path / "home", fake_server, JUDGE_MCP_MAX_IMAGES="2") as c:
+        await agent(c, "alpha", 50)
+        text = await error_of(c, "evaluate_image", brief="b", images=[image_b64] * 3, background=True)
+        assert await call(c, "list_jobs") == {"jobs": []}
+    assert text.endswith("at most 2 images per call (got 3)")
+    assert fake_server.requests == []
+
+
+@pytest.mark.e2e
+async def test_optimize_prompt_in_the_background_without_run_id_or_evaluations_is_refused_without_a_job(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    from tests.test_text_tools_as_used import judge_mcp
+
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        text = await error_of(c, "optimize_prompt", brief="b", prompt="p", background=True)
+        assert await call(c, "list_jobs") == {"jobs": []}
+    assert text.endswith("give exactly one of run_id (the run's last iteration is used) or evaluations")
+    assert fake_server.requests == []

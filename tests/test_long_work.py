@@ -226,13 +226,15 @@ async def test_a_background_call_returns_a_job_that_completes_with_the_tools_res
 async def test_a_failed_job_keeps_the_foreground_error_text_and_logs_its_outcome_with_the_job_id(
         tmp_path: Path) -> None:
     async with judge_mcp(tmp_path / "home", "s", JUDGE_MCP_MODEL="openai:gpt-fake", OPENAI_API_KEY="sk-test") as s:
-        foreground = await error_of(s.client, "evaluate_image", brief="a red square", images=[png_b64()])
-        job = await call(s.client, "evaluate_image", brief="a red square", images=[png_b64()], background=True)
+        # An image is read by the work (a bad argument the tool can check first is refused without a job).
+        await call(s.client, "create_agent", name="Judge", system_prompt="Score it.")
+        foreground = await error_of(s.client, "evaluate_image", brief="a red square", images=["missing.png"])
+        job = await call(s.client, "evaluate_image", brief="a red square", images=["missing.png"], background=True)
         failed = await wait_job(s.client, job["job_id"], lambda j: j["status"] != "working")
     # The same text, without the SDK's "Error executing tool …: " prefix.
     assert failed["status"] == "failed"
     assert failed["error"] == foreground.removeprefix("Error executing tool evaluate_image: ")
-    assert failed["error"].startswith("invalid input: no judge agents")
+    assert failed["error"].startswith("invalid input: images[0]: path 'missing.png'")
     own_line = [line for line in s.stderr().splitlines() if f"job={job['job_id']}" in line]
     assert len(own_line) == 2 and "outcome=ok" in own_line[0] and "outcome=invalid_input" in own_line[1]
 

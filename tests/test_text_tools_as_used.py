@@ -341,3 +341,69 @@ async def test_score_text_refuses_a_criterion_description_past_the_text_limit_be
     assert said.endswith("criteria[tone].description is 140 characters; the limit is 100 (JUDGE_MCP_MAX_TEXT_CHARS). "
                          "Shorten it or judge it in parts, e.g. one section per call")
     assert fake_server.requests == []
+
+
+async def test_pairwise_compare_refuses_an_instruction_past_the_text_limit_before_any_request(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    # Before, pairwise_compare's instruction had no size limit (every other judge's texts have one): it reached
+    # the model whole.
+    fake_server.respond_with(answer(lambda t: '{"winner": "A"}'))
+    async with judge_mcp(tmp_path / "home", fake_server, JUDGE_MCP_MAX_TEXT_CHARS="100") as c:
+        said = await error_of(c, "pairwise_compare", instruction="Say hello. " * 11, candidates=["hi", "hello"],
+                              candidate_type="text")
+    assert said.endswith("instruction is 121 characters; the limit is 100 (JUDGE_MCP_MAX_TEXT_CHARS). "
+                         "Shorten it or judge it in parts, e.g. one section per call")
+    assert fake_server.requests == []
+
+
+async def test_pairwise_compare_refuses_a_text_candidate_past_the_text_limit_before_any_request(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    fake_server.respond_with(answer(lambda t: '{"winner": "A"}'))
+    async with judge_mcp(tmp_path / "home", fake_server, JUDGE_MCP_MAX_TEXT_CHARS="100") as c:
+        said = await error_of(c, "pairwise_compare", instruction="Say hello", candidates=["hi", "h" * 101],
+                              candidate_type="text")
+    assert said.endswith("candidates[1] is 101 characters; the limit is 100 (JUDGE_MCP_MAX_TEXT_CHARS). "
+                         "Shorten it or judge it in parts, e.g. one section per call")
+    assert fake_server.requests == []
+
+
+async def test_pairwise_compare_takes_an_instruction_exactly_at_the_text_limit(
+        tmp_path: Path, fake_server: FakeModelServer) -> None:
+    fake_server.respond_with(answer(lambda t: '{"winner": "A"}'))
+    async with judge_mcp(tmp_path / "home", fake_server, JUDGE_MCP_MAX_TEXT_CHARS="100") as c:
+        result = await call(c, "pairwise_compare", instruction="é" * 100, candidates=["hi", "hello"],
+                            candidate_type="text", swap=False)
+    assert result["value"] == "Response A" and len(fake_server.requests) == 1
+
+
+@pytest.mark.parametrize(("candidates", "said"), [
+    (["a"], "candidates: give at least two texts to rank (got 1)"),
+    (["a", " "], "candidates[1] is empty; every candidate is a non-empty text")])
+async def test_rank_texts_in_the_background_refuses_what_the_foreground_refuses_without_a_job(
+        tmp_path: Path, fake_server: FakeModelServer, candidates: list[str], said: str) -> None:
+    # Before, background: true started a job that failed with the same message.
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        text = await error_of(c, "rank_texts", instruction="Say hi", candidates=candidates, background=True)
+        assert await call(c, "list_jobs") == {"jobs": []}
+    assert text.endswith(said)
+    assert fake_server.requests == []
+
+
+@pytest.mark.parametrize(("tool", "args", "said"), [
+    ("score_text", {"text": " ", "rubric": ["correctness"]}, "text must not be empty, e.g. \"Paris is the capital "
+                                                             "of France.\""),
+    ("evaluate_trajectory", {"goal": "g", "steps": []}, "steps: give at least one step, e.g. [{\"tool\": \"search\", "
+                                                        "\"arguments\": {\"q\": \"x\"}, \"result\": \"...\"}]"),
+    ("evaluate_rag_answer", {"question": "q", "answer": "a"}, "contexts: give at least one non-empty passage, e.g. "
+                                                              "[\"The tower was built 1887–1889.\"], or agent_id"),
+    ("compare_to_reference", {"text": "Paris", "reference": " "}, "reference must not be empty, e.g. \"Paris\""),
+    ("pairwise_compare", {"instruction": "x", "candidates": ["a", "b", "c"]},
+     "method pairwise compares exactly two candidates (got 3), e.g. [\"/home/me/project/a.png\", "
+     "\"/home/me/project/b.png\"]; method viescore scores one or two")])
+async def test_a_text_judge_in_the_background_refuses_what_the_foreground_refuses_without_a_job(
+        tmp_path: Path, fake_server: FakeModelServer, tool: str, args: dict[str, Any], said: str) -> None:
+    async with judge_mcp(tmp_path / "home", fake_server) as c:
+        text = await error_of(c, tool, **args, background=True)
+        assert await call(c, "list_jobs") == {"jobs": []}
+    assert text.endswith(said)
+    assert fake_server.requests == []

@@ -91,11 +91,19 @@ MAX_FILES = GateSettings.max_files
 MAX_BYTES = GateSettings.max_project_bytes
 
 
+def check_source(root: str | Path | None, files: Sequence[SourceFile] | None, allowed_roots: Sequence[Path]
+                 ) -> None:
+    """Exactly one of `root` (a directory inside the allowed roots) or `files`, else an InputError saying so."""
+    if (root is None) == (files is None):
+        raise InputError("give exactly one of root (a project directory) or files ([{path, content}])")
+    if root is not None:
+        resolve_root(root, allowed_roots)
+
+
 def sandbox_from(root: str | Path | None, files: Sequence[SourceFile] | None, allowed_roots: Sequence[Path],
                  settings: GateSettings | None = None) -> Path:
     """A fresh directory holding a copy of `root` (inside the allowed roots) or the given files."""
-    if (root is None) == (files is None):
-        raise InputError("give exactly one of root (a project directory) or files ([{path, content}])")
+    check_source(root, files, allowed_roots)
     if root is not None:
         source = resolve_root(root, allowed_roots)
         box = Path(tempfile.mkdtemp(prefix="judge-gates-")).resolve()

@@ -21,6 +21,7 @@ from judges.code.gates import (
     GateSettings,
     Signals,
     SourceFile,
+    check_source,
     default_gates,
     discard,
     gate_score,
@@ -420,6 +421,18 @@ def diagnostics_text(signals: Signals) -> str:
     return "\n".join([*signals.lintErrors, *signals.typeErrors, *signals.test.details, *signals.boundaryErrors])
 
 
+def check_sources(root: str | Path | None, files: Sequence[SourceFile] | None,
+                  candidates: Sequence[Sequence[SourceFile]] | None, allowed_roots: Sequence[Path]) -> None:
+    """What judge_code and propose_patch refuse about the code they are given before any work (also before a
+    background call's job starts): candidates beside root/files, else not exactly one of them, or a root outside
+    the allowed roots. File I/O (the root's real path): call it off the event loop."""
+    if candidates:
+        if root is not None or files is not None:
+            raise InputError("give candidates alone, or root/files, not both")
+        return
+    check_source(root, files, allowed_roots)
+
+
 async def judge_code(call: JudgeCall, *, spec: str, root: str | Path | None, files: Sequence[SourceFile] | None,
                      diff: str | None, run_gates_: bool, gates: dict[str, list[str]] | None, model_notes: str | None,
                      candidates: Sequence[Sequence[SourceFile]] | None, allowed_roots: Sequence[Path],
@@ -439,8 +452,7 @@ async def judge_code(call: JudgeCall, *, spec: str, root: str | Path | None, fil
     await progress(0, total, f"copying the project into a sandbox; then {gated} gate(s)"
                              + (" and the model's verdict" if asked else ""))
     if candidates:
-        if root is not None or files is not None:
-            raise InputError("give candidates alone, or root/files, not both")
+        check_sources(root, files, candidates, allowed_roots)
         reports = await tournament(candidates, settings, gates, progress=progress, total=total)
         winner = max(range(len(reports)), key=lambda i: (reports[i]["score"], -i))
         files, root = candidates[winner], None

@@ -85,6 +85,12 @@ class RunReport(BaseModel):
     usage: Usage = Field(default_factory=Usage, description="The run's model use and cost, every iteration.")
 
 
+def check_optimize(run_id: str | None, evaluations: Sequence[Any] | None) -> None:
+    """What optimize_prompt refuses before anything (also before a background call's job starts)."""
+    if (run_id is None) == (evaluations is None):
+        raise InputError("give exactly one of run_id (the run's last iteration is used) or evaluations")
+
+
 class ImageJudging:
     def __init__(self, agents: AgentStore, runs: RunStore, guidelines: Guidelines, settings: ImageSettings):
         self.agents = agents
@@ -96,11 +102,14 @@ class ImageJudging:
         """Store work from async code: off the event loop on PostgreSQL (Database.run)."""
         return await self.runs.db.run(fn, *args)
 
-    def load_images(self, refs: Sequence[str], policy: ImagePolicy | None = None) -> list[ImagePart]:
+    def check_count(self, refs: Sequence[str]) -> None:
         if not refs:
             raise InputError("images must hold at least one image (a path, a data: URI or base64)")
         if len(refs) > self.settings.max_images:
             raise InputError(f"at most {self.settings.max_images} images per call (got {len(refs)})")
+
+    def load_images(self, refs: Sequence[str], policy: ImagePolicy | None = None) -> list[ImagePart]:
+        self.check_count(refs)
         loaded = []
         for i, ref in enumerate(refs):
             try:
@@ -143,16 +152,11 @@ class ImageJudging:
         agent judges by the call's models (call.members: the call's jury, else the agent's own `models`, else
         one model), resolved once per agent before the run is touched: a missing backend or a spent budget
         refuses the call there."""
-        if not brief.strip():
-            raise InputError("brief must not be empty")
-        if max_iterations is not None and not 1 <= max_iterations <= 100:
-            raise InputError(f"max_iterations must be between 1 and 100 (got {max_iterations})")
-        agents = await self.panel(org, agent_ids, run_id)
+        agents = await self.planned(call, org, brief=brief, images=images, agent_ids=agent_ids, run_id=run_id,
+                                    max_iterations=max_iterations)
         parts = await anyio.to_thread.run_sync(self.load_images, images, policy)  # decoding stays off the loop
-        models = 0
-        for agent in agents:  # a missing backend fails here, before the run is touched
-            models += len(await call.members(agent))
-        self.check_plan(len(parts), len(agents), models, call.samples)
+        for agent in agents:  # a missing backend fails here, before the run is touched (after the images' own errors)
+            await call.members(agent)
         if run_id is None:
             run_id = await self._store(self.runs.create, org, brief, max_iterations or self.settings.max_iterations,
                                        [a.id for a in agents])
@@ -185,6 +189,21 @@ class ImageJudging:
                                run_usage=sum((i.usage for i in run.iterations), Usage()),
                                jury_agreement=jury_agreement(evaluations) if any(call.is_jury(a) for a in agents) else None)
 
+    async def planned(self, call: JudgeCall, org: str, *, brief: str, images: Sequence[str],
+                      agent_ids: Sequence[str] | None, run_id: str | None, max_iterations: int | None) -> list[Agent]:
+        """What evaluate_image refuses before anything runs (also before a background call's job starts: the
+        tool's Judging.check): an empty brief, no image or too many, max_iterations out of bounds, an unknown agent
+        or run, a plan above `max_calls`. Returns the panel that judges."""
+        self.check_count(images)
+        if not brief.strip():
+            raise InputError("brief must not be empty")
+        if max_iterations is not None and not 1 <= max_iterations <= 100:
+            raise InputError(f"max_iterations must be between 1 and 100 (got {max_iterations})")
+        agents = await self.panel(org, agent_ids, run_id)
+        models = sum(len(call.jury_names(agent)) or 1 for agent in agents)  # call.members' count, unresolved
+        self.check_plan(len(images), len(agents), models, call.samples)
+        return agents
+
     def check_plan(self, images: int, agents: int, models: int, samples: int) -> None:
         """The model calls one call plans (each image by each agent's models, each `samples` times) within
         `max_calls`, else an InputError before any call saying what to cut: a jury of 8 with 10 samples over 16
@@ -209,8 +228,7 @@ class ImageJudging:
                        progress: Progress = no_progress) -> OptimizedPrompt:
         """The next prompt, in three stages the progress callback hears of: the evaluations, the guidelines,
         the model's rewrite."""
-        if (run_id is None) == (evaluations is None):
-            raise InputError("give exactly one of run_id (the run's last iteration is used) or evaluations")
+        check_optimize(run_id, evaluations)
         await progress(0, 3, "reading the evaluations")
         if run_id is not None:
             number, evals = await self._store(self.runs.evaluations, org, run_id)

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 import prompts
 from judges.call import JudgeCall
 from judges.errors import BackendError, InputError
+from judges.inputs.sizes import SizeLimits
 from judges.models.protocol import ImagePart, Message, ModelClient, ModelRequest, TextPart, Usage
 from judges.progress import Progress, no_progress
 from judges.reading.expected import expected_score
@@ -451,15 +452,9 @@ def resolve_candidates(candidates: Sequence[str], candidate_type: str, policy: A
     return "text", list(candidates)
 
 
-async def compare(call: JudgeCall, *, instruction: str, candidates: Sequence[str], input_image: str | None,
-                  method: str, swap: bool, prompt_id: str | None, prompt_version: str | None,
-                  candidate_type: str, policy: Any, retries: int,
-                  score_scale: tuple[float, float] | None = None, progress: Progress = no_progress,
-                  logprobs: bool = False, rules: str | None = None) -> CompareResult:
-    """pairwise_compare: inputs checked against the prompt's declared schema before any model call; then each
-    of the call's models (one, or a jury) × its samples at once. A jury's member that fails (a backend error,
-    or no verdict) is counted and left out. `rules`: an agent's judging rules, before the pairwise prompt."""
-    members = await call.members()
+def check_compare(method: str, candidates: Sequence[str], score_scale: tuple[float, float] | None,
+                  logprobs: bool) -> None:
+    """What pairwise_compare refuses before reading any candidate (also before a background call's job starts)."""
     if method not in ("pairwise", "viescore"):
         raise InputError("method must be pairwise or viescore")
     if score_scale is not None:
@@ -476,8 +471,24 @@ async def compare(call: JudgeCall, *, instruction: str, candidates: Sequence[str
                          '["/home/me/project/a.png", "/home/me/project/b.png"]; method viescore scores one or two')
     if method == "viescore" and len(candidates) not in (1, 2):
         raise InputError(f"method viescore scores one or two candidates (got {len(candidates)})")
+
+
+async def compare(call: JudgeCall, *, instruction: str, candidates: Sequence[str], input_image: str | None,
+                  method: str, swap: bool, prompt_id: str | None, prompt_version: str | None,
+                  candidate_type: str, policy: Any, retries: int,
+                  score_scale: tuple[float, float] | None = None, progress: Progress = no_progress,
+                  logprobs: bool = False, rules: str | None = None, sizes: SizeLimits | None = None
+                  ) -> CompareResult:
+    """pairwise_compare: inputs checked against the prompt's declared schema before any model call; then each
+    of the call's models (one, or a jury) × its samples at once. A jury's member that fails (a backend error,
+    or no verdict) is counted and left out. `rules`: an agent's judging rules, before the pairwise prompt.
+    `sizes`: the text limits text candidates are held to (images have their own, judges/inputs/images.py)."""
+    members = await call.members()
+    check_compare(method, candidates, score_scale, logprobs)
     # Decoding and resizing images happen in a worker thread, never on the event loop.
     kind, items = await anyio.to_thread.run_sync(resolve_candidates, candidates, candidate_type, policy)
+    if kind == "text" and sizes is not None:
+        sizes.texts("candidates", candidates)
     if method == "viescore" and kind != "image":
         raise InputError("viescore scores images; pass images (paths, data: URIs or base64)")
     if prompt_id is None:

@@ -163,9 +163,8 @@ async def guideline_contexts(guidelines: Guidelines, org: str, agent_id: str, qu
 MAX_CLAIMS = 25_000
 
 
-async def evaluate_rag_answer(call: JudgeCall, *, question: str, answer: str, contexts: Sequence[RagContext],
-                              progress: Progress = no_progress) -> RagEvaluation:
-    client = await call.client()
+def check_rag_inputs(question: str, answer: str, contexts: Sequence[RagContext]) -> None:
+    """What evaluate_rag_answer refuses before any model call (also before a background call's job starts)."""
     if not question.strip():
         raise InputError("question must not be empty, e.g. \"When was the Eiffel Tower built?\"")
     if not answer.strip():
@@ -173,6 +172,12 @@ async def evaluate_rag_answer(call: JudgeCall, *, question: str, answer: str, co
     if not contexts or any(not c.text.strip() for c in contexts):
         raise InputError("contexts: give at least one non-empty passage, e.g. [\"The tower was built 1887–1889.\"], "
                          "or agent_id")
+
+
+async def evaluate_rag_answer(call: JudgeCall, *, question: str, answer: str, contexts: Sequence[RagContext],
+                              progress: Progress = no_progress) -> RagEvaluation:
+    client = await call.client()
+    check_rag_inputs(question, answer, contexts)
     claims = await anyio.to_thread.run_sync(split_claims, answer)  # linear, but off the loop for a long answer
     if len(claims) > MAX_CLAIMS:  # one faithfulness prompt lists them all; each is a row of the result
         raise InputError(f"answer splits into {len(claims):,} claims; the limit is {MAX_CLAIMS:,} for one call. "

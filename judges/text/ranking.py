@@ -173,17 +173,25 @@ def position_bias(games: Sequence[GameRecord]) -> PositionBias:
                         leans=leans)
 
 
-async def rank_texts(call: JudgeCall, *, instruction: str, candidates: Sequence[str], method: str = "round_robin",
-                     max_calls: int, retries: int = 1, progress: Progress = no_progress) -> Ranking:
-    """Rank `candidates` for `instruction`; the plan (games and model calls) is reported before work starts."""
-    client = await call.client()
-    n = len(candidates)
-    calls = check_plan(method, n, max_calls)
+def check_ranking(instruction: str, candidates: Sequence[str], method: str, max_calls: int) -> int:
+    """What rank_texts refuses before any model call (also before a background call's job starts): an unknown
+    method, fewer than two candidates, a plan above `max_calls`, an empty instruction or candidate. Returns the
+    planned model calls."""
+    calls = check_plan(method, len(candidates), max_calls)
     if not instruction.strip():
         raise InputError("instruction must not be empty, e.g. \"Write a haiku about autumn.\"")
     for i, c in enumerate(candidates):
         if not c.strip():
             raise InputError(f"candidates[{i}] is empty; every candidate is a non-empty text")
+    return calls
+
+
+async def rank_texts(call: JudgeCall, *, instruction: str, candidates: Sequence[str], method: str = "round_robin",
+                     max_calls: int, retries: int = 1, progress: Progress = no_progress) -> Ranking:
+    """Rank `candidates` for `instruction`; the plan (games and model calls) is reported before work starts."""
+    client = await call.client()
+    n = len(candidates)
+    calls = check_ranking(instruction, candidates, method, max_calls)
     if method == "score":
         return await _by_score(call, instruction, candidates, calls, progress)
     games_total = planned_games(method, n)  # type: ignore[arg-type]

@@ -53,12 +53,17 @@ class ReferenceComparison(BaseModel):
         return f"the judge's verdict could not be read ({self.failure.kind}: {self.failure.message})"
 
 
+def check_reference(reference: str) -> None:
+    """What compare_to_reference refuses before anything (also before a background call's job starts)."""
+    if not reference.strip():
+        raise InputError("reference must not be empty, e.g. \"Paris\"")
+
+
 async def compare_to_reference(call: JudgeCall, *, text: str, reference: str, instruction: str | None = None,
                                progress: Progress = no_progress) -> ReferenceComparison:
     """One model call, or none when the text equals the reference exactly or after normalisation."""
     client = await call.client()
-    if not reference.strip():
-        raise InputError("reference must not be empty, e.g. \"Paris\"")
+    check_reference(reference)
     match = reference_match(text, reference)
     if match is not None:
         return ReferenceComparison(verdict="equivalent", decided_by=f"{match}_match",  # type: ignore[arg-type]

@@ -177,15 +177,20 @@ def _shown(step: Step) -> str:
     return f"tool: {_cut(step.tool)}\narguments: {_cut(args)}\nresult: {_cut(result)}"
 
 
-async def evaluate_trajectory(call: JudgeCall, *, goal: str, steps: Sequence[Step],
-                              expected_tools: Sequence[str] | None = None,
-                              progress: Progress = no_progress) -> TrajectoryEvaluation:
-    client = await call.client()
+def check_trajectory_inputs(goal: str, steps: Sequence[Step]) -> None:
+    """What evaluate_trajectory refuses before any model call (also before a background call's job starts)."""
     if not goal.strip():
         raise InputError("goal must not be empty, e.g. \"Book a table for two on Friday\"")
     if not steps:
         raise InputError("steps: give at least one step, e.g. [{\"tool\": \"search\", \"arguments\": {\"q\": \"x\"}, "
                          "\"result\": \"...\"}]")
+
+
+async def evaluate_trajectory(call: JudgeCall, *, goal: str, steps: Sequence[Step],
+                              expected_tools: Sequence[str] | None = None,
+                              progress: Progress = no_progress) -> TrajectoryEvaluation:
+    client = await call.client()
+    check_trajectory_inputs(goal, steps)
     # Off the event loop: linear, but thousands of steps (each JSON-encoded twice) take a while.
     facts, shown = await anyio.to_thread.run_sync(lambda: (check_trajectory(steps, expected_tools),
                                                            [_shown(s) for s in steps]))
