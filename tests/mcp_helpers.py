@@ -155,6 +155,13 @@ class StdioSession:
         """The CallToolResult of one call."""
         return self.run(self.client.call_tool(tool, arguments))
 
+    def error(self, tool: str, arguments: dict[str, Any], *, unprefixed: bool = False) -> str:
+        """The text of one call that must be an error (`unprefixed`: without the SDK's "Error executing tool X: ")."""
+        result = self.call(tool, arguments)
+        assert result.is_error is True
+        text: str = result.content[0].text
+        return text.removeprefix(f"Error executing tool {tool}: ") if unprefixed else text
+
     def close(self) -> None:
         if self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)

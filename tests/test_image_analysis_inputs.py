@@ -5,7 +5,6 @@ checks as choices in the listing) answer with the argument named, before any wor
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -28,45 +27,39 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StdioSession]:
         running.close()
 
 
-def _error(running: StdioSession, tool: str, arguments: dict[str, Any]) -> str:
-    result = running.call(tool, arguments)
-    assert result.is_error is True
-    text: str = result.content[0].text
-    return text.removeprefix(f"Error executing tool {tool}: ")
-
 
 def test_a_cardinality_entry_with_min_above_max_is_named_with_an_example(session: StdioSession) -> None:
-    assert _error(session, "evaluate_analysis", {"analysis": {}, "cardinality": {"insights": [5, 3]}}) == (
+    assert session.error("evaluate_analysis", {"analysis": {}, "cardinality": {"insights": [5, 3]}}, unprefixed=True) == (
         "invalid input: cardinality entry 'insights' must be [min, max] with min <= max (got {\"insights\": [5, 3]}), "
         "e.g. {\"insights\": [3, 5]}.")
 
 
 def test_a_cardinality_entry_that_is_not_a_pair_is_named(session: StdioSession) -> None:
-    assert _error(session, "evaluate_analysis", {"analysis": {}, "cardinality": {"a.b": [1]}}) == (
+    assert session.error("evaluate_analysis", {"analysis": {}, "cardinality": {"a.b": [1]}}, unprefixed=True) == (
         "invalid input: cardinality entry 'a.b' must be [min, max] with min <= max (got {\"a.b\": [1]}), "
         "e.g. {\"insights\": [3, 5]}.")
 
 
 def test_an_evaluate_image_brief_over_the_text_limit_is_refused_naming_brief(session: StdioSession) -> None:
-    assert _error(session, "evaluate_image", {"brief": "b" * 1001, "images": [PNG]}) == (
+    assert session.error("evaluate_image", {"brief": "b" * 1001, "images": [PNG]}, unprefixed=True) == (
         "invalid input: brief is 1,001 characters; the limit is 1,000 (JUDGE_MCP_MAX_TEXT_CHARS). Shorten it or "
         "judge it in parts, e.g. one section per call")
 
 
 def test_evaluate_image_agent_ids_over_the_list_limit_are_refused(session: StdioSession) -> None:
-    assert _error(session, "evaluate_image", {"brief": "b", "images": [PNG], "agent_ids": ["a"] * 6}) == (
+    assert session.error("evaluate_image", {"brief": "b", "images": [PNG], "agent_ids": ["a"] * 6}, unprefixed=True) == (
         "invalid input: agent_ids has 6 entries; the limit is 5 (JUDGE_MCP_MAX_LIST_ITEMS). Give fewer, e.g. the "
         "agents this brief needs")
 
 
 def test_an_optimize_prompt_prompt_over_the_text_limit_is_refused_naming_prompt(session: StdioSession) -> None:
-    assert _error(session, "optimize_prompt", {"brief": "b", "prompt": "p" * 1001, "run_id": "r"}) == (
+    assert session.error("optimize_prompt", {"brief": "b", "prompt": "p" * 1001, "run_id": "r"}, unprefixed=True) == (
         "invalid input: prompt is 1,001 characters; the limit is 1,000 (JUDGE_MCP_MAX_TEXT_CHARS). Shorten it or "
         "judge it in parts, e.g. one section per call")
 
 
 def test_optimize_prompt_evaluations_over_the_list_limit_are_refused_before_reading(session: StdioSession) -> None:
-    assert _error(session, "optimize_prompt", {"brief": "b", "prompt": "p", "evaluations": [{}] * 6}) == (
+    assert session.error("optimize_prompt", {"brief": "b", "prompt": "p", "evaluations": [{}] * 6}, unprefixed=True) == (
         "invalid input: evaluations has 6 entries; the limit is 5 (JUDGE_MCP_MAX_LIST_ITEMS). Give fewer, e.g. the "
         "winning image's")
 

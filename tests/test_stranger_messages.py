@@ -10,7 +10,6 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -35,34 +34,28 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[StdioSes
         running.close()
 
 
-def _error(running: StdioSession, tool: str, arguments: dict[str, Any]) -> str:
-    result = running.call(tool, arguments)
-    assert result.is_error is True
-    text: str = result.content[0].text
-    return text
-
 
 def test_a_misspelt_tool_name_gets_the_closest_tool(session: tuple[StdioSession, dict[str, str]]) -> None:
     running, _ = session
-    assert _error(running, "evalute_image", {"brief": "A red square", "images": []}) == \
+    assert running.error("evalute_image", {"brief": "A red square", "images": []}) == \
         "Unknown tool: evalute_image; did you mean 'evaluate_image'? (tools/list lists them)"
 
 
 def test_an_unknown_tool_with_no_close_name_is_only_named(session: tuple[StdioSession, dict[str, str]]) -> None:
     running, _ = session
-    assert _error(running, "frobnicate", {}) == "Unknown tool: frobnicate"
+    assert running.error("frobnicate", {}) == "Unknown tool: frobnicate"
 
 
 def test_a_misspelt_template_id_gets_the_closest_template(session: tuple[StdioSession, dict[str, str]]) -> None:
     running, _ = session
-    assert _error(running, "create_agent", {"name": "Judge", "template_id": "brand_complaince"}) == (
+    assert running.error("create_agent", {"name": "Judge", "template_id": "brand_complaince"}) == (
         "Error executing tool create_agent: invalid input: template_id 'brand_complaince' is unknown; did you mean "
         "'brand_compliance'? choose one of: brand_compliance, composition, product_accuracy, technical_quality")
 
 
 def test_a_misspelt_rubric_gets_the_closest_rubric(session: tuple[StdioSession, dict[str, str]]) -> None:
     running, _ = session
-    assert _error(running, "score_text", {"text": "Paris.", "rubric": "corectness"}) == (
+    assert running.error("score_text", {"text": "Paris.", "rubric": "corectness"}) == (
         "Error executing tool score_text: invalid input: rubric: unknown rubric 'corectness'; did you mean "
         "'correctness'? built-in rubrics are correctness, helpfulness, faithfulness, conciseness, safety "
         "(or pass criteria: [{name, description, weight, scale}])")
@@ -70,21 +63,21 @@ def test_a_misspelt_rubric_gets_the_closest_rubric(session: tuple[StdioSession, 
 
 def test_a_misspelt_allowed_value_gets_the_closest_one(session: tuple[StdioSession, dict[str, str]]) -> None:
     running, _ = session
-    assert _error(running, "calibrate_judge", {"judge": "score_txt", "dataset": "{}"}) == (
+    assert running.error("calibrate_judge", {"judge": "score_txt", "dataset": "{}"}) == (
         "Error executing tool calibrate_judge: invalid input: judge must be one of 'pairwise_compare', "
         "'score_text' or 'viescore' (got \"score_txt\"); did you mean \"score_text\"?")
 
 
 def test_a_far_off_allowed_value_keeps_its_example(session: tuple[StdioSession, dict[str, str]]) -> None:
     running, _ = session
-    assert _error(running, "score_text", {"text": "Paris.", "rubric": "correctness", "method": "vibes"}) == (
+    assert running.error("score_text", {"text": "Paris.", "rubric": "correctness", "method": "vibes"}) == (
         "Error executing tool score_text: invalid input: method must be one of 'direct' or 'g_eval' "
         "(got \"vibes\"), e.g. \"direct\".")
 
 
 def test_a_misspelt_gate_gets_the_closest_gate(session: tuple[StdioSession, dict[str, str]]) -> None:
     running, names = session
-    assert _error(running, "judge_code", {"spec": "add() adds", "root": names["project"], "gates": ["lnt"]}) == (
+    assert running.error("judge_code", {"spec": "add() adds", "root": names["project"], "gates": ["lnt"]}) == (
         "Error executing tool judge_code: invalid input: gate 'lnt' is unknown; did you mean 'lint'? "
         "use lint, types or tests")
 
@@ -92,14 +85,14 @@ def test_a_misspelt_gate_gets_the_closest_gate(session: tuple[StdioSession, dict
 def test_an_empty_guideline_file_is_named_by_its_path(session: tuple[StdioSession, dict[str, str]]) -> None:
     running, names = session
     path = str(Path(names["project"]) / "empty.pdf")
-    assert _error(running, "upload_guideline", {"agent_id": names["agent"], "path": path}) == (
+    assert running.error("upload_guideline", {"agent_id": names["agent"], "path": path}) == (
         f"Error executing tool upload_guideline: invalid input: path {path!r}: the file is empty (0 bytes); give a "
         "PDF, DOCX, TXT or Markdown file that has content")
 
 
 def test_empty_guideline_text_names_the_text_argument(session: tuple[StdioSession, dict[str, str]]) -> None:
     running, names = session
-    assert _error(running, "upload_guideline", {"agent_id": names["agent"], "text": "  \n"}) == (
+    assert running.error("upload_guideline", {"agent_id": names["agent"], "text": "  \n"}) == (
         "Error executing tool upload_guideline: invalid input: text must not be empty, e.g. \"Use the brand blue "
         "#488EFF. The logo sits top left.\"")
 
@@ -107,7 +100,7 @@ def test_empty_guideline_text_names_the_text_argument(session: tuple[StdioSessio
 def test_empty_base64_guideline_names_content_base64(session: tuple[StdioSession, dict[str, str]]) -> None:
     running, names = session
     arguments = {"agent_id": names["agent"], "content_base64": base64.b64encode(b"").decode(), "filename": "a.pdf"}
-    assert _error(running, "upload_guideline", arguments) == (
+    assert running.error("upload_guideline", arguments) == (
         "Error executing tool upload_guideline: invalid input: content_base64 is empty; send the file's bytes "
         "encoded, e.g. 'JVBERi0xLjcK...' (a PDF)")
 
